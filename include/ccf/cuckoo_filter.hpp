@@ -1,0 +1,387 @@
+// CuckooFilter: the sequential cuckoo filter (Fan et al. 2014; thesis §5.2), the core that
+// the concurrent filters share.
+//
+// Approximate set membership with deletion. Each item is reduced to an F-bit fingerprint that
+// may live in one of two buckets (see detail/addressing.hpp); a lookup reads those two buckets
+// and nothing else. The storage layout is a policy:
+//
+//   CuckooFilter<PackedTable<F, b>>      b in {2, 4, 8}, F in {4, 8, 12, 16, 32}: F bits/slot
+//   CuckooFilter<SemiSortedTable<F>>     b = 4, F in {8, 12, 16}: F - 1 bits/slot
+//
+// Guarantees
+// - No false negatives: an item inserted (insert returned kOk) and not erased is always found,
+//   also once the filter is full, after clear-free erases of other items, and after save/load.
+// - False positives: a never-inserted item is reported present with probability at most
+//   1 - (1 - 2^-F)^(2b) (about 2b / 2^F), less when the filter is not full.
+// - Full: when an insert has kicked `max_kicks` fingerprints without finding room, the item is
+//   stored all the same and the last displaced fingerprint parks in a one-entry victim slot that
+//   lookups and erases consult. From then on inserts return kFull and change nothing, until an
+//   erase frees room (the victim is then put back into the table). No item is ever lost.
+// - Load: with the default kick budget (500) a filter fills to >= 95% of its slots with b = 4
+//   (about 84-90% with b = 2, 98% with b = 8) before the first kFull.
+//
+// Contract (as for every cuckoo filter): erase only items that were inserted. Erasing a
+// never-inserted item may remove a colliding item's fingerprint, a false negative for that
+// item. The same item may be inserted up to 2b times (each erase removes one copy); beyond that
+// inserts overflow into the victim slot and then report kFull.
+//
+// Not thread-safe; see the concurrent filters for that. Operations are O(1) expected, insert
+// O(max_kicks) worst case. Batched lookups and inserts (contains_many, insert_many) hash ahead
+// and prefetch both buckets of upcoming keys, overlapping the cache misses that dominate the
+// cost of probing a large table.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <istream>
+#include <ostream>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "ccf/detail/addressing.hpp"
+#include "ccf/detail/filter_format.hpp"
+#include "ccf/detail/packed_table.hpp"
+#include "ccf/detail/semi_sorted_table.hpp"
+#include "ccf/hash.hpp"
+#include "ccf/status.hpp"
+
+namespace ccf {
+
+struct FilterOptions {
+  std::uint64_t seed = kDefaultSeed;
+  // Fingerprints one insert may displace before the filter declares itself full (§1: 500).
+  unsigned max_kicks = 500;
+  // Sizing target: the table gets ceil(capacity / max_load) slots. 0 picks the bucket size's
+  // default (0.85 / 0.94 / 0.97 for b = 2 / 4 / 8), a load every insert reaches with room to
+  // spare, so that `capacity` items fit.
+  double max_load = 0;
+};
+
+namespace detail {
+constexpr double default_max_load(unsigned slots) {
+  return slots == 2 ? 0.85 : slots == 4 ? 0.94 : 0.97;
+}
+inline constexpr unsigned kMaxKicksLimit = 1u << 20;
+}  // namespace detail
+
+template <class Table>
+class CuckooFilter {
+ public:
+  using table_type = Table;
+  static constexpr unsigned kFpBits = Table::kFpBits;
+  static constexpr unsigned kSlots = Table::kSlots;
+
+  // Throws std::invalid_argument for capacity 0 or too large for the 64 TiB table limit, a
+  // max_load outside (0, 1], or max_kicks above 2^20.
+  explicit CuckooFilter(std::size_t capacity, FilterOptions options = {})
+      : CuckooFilter(checked_bucket_count(capacity, options), capacity, options) {}
+
+  CuckooFilter(CuckooFilter&&) noexcept = default;
+  CuckooFilter& operator=(CuckooFilter&&) noexcept = default;
+
+  // ---- single-item operations ------------------------------------------------------------
+
+  Status insert(std::uint64_t key) noexcept { return insert_hash(hash_key(key, seed())); }
+  Status insert(std::string_view key) noexcept { return insert_hash(hash_key(key, seed())); }
+
+  bool contains(std::uint64_t key) const noexcept { return contains_hash(hash_key(key, seed())); }
+  bool contains(std::string_view key) const noexcept {
+    return contains_hash(hash_key(key, seed()));
+  }
+
+  Status erase(std::uint64_t key) noexcept { return erase_hash(hash_key(key, seed())); }
+  Status erase(std::string_view key) noexcept { return erase_hash(hash_key(key, seed())); }
+
+  // ---- batched operations ----------------------------------------------------------------
+
+  // out[i] = contains(keys[i]); returns the number of hits. out must be at least as long.
+  template <class Key>
+  std::size_t contains_many(std::span<const Key> keys, std::span<bool> out) const {
+    if (out.size() < keys.size()) throw std::invalid_argument("contains_many: output too short");
+    std::size_t hits = 0;
+    pipelined(keys, [&](std::size_t i, const Location& at) {
+      out[i] = probe(at);
+      hits += out[i];
+      return true;
+    });
+    return hits;
+  }
+
+  // Inserts keys in order and stops at the first kFull: returns how many leading keys were
+  // stored (keys.size() unless the filter filled up).
+  template <class Key>
+  std::size_t insert_many(std::span<const Key> keys) noexcept {
+    std::size_t stored = 0;
+    pipelined(keys, [&](std::size_t, const Location& at) {
+      if (insert_located(at) != Status::kOk) return false;
+      ++stored;
+      return true;
+    });
+    return stored;
+  }
+
+  // ---- size and space --------------------------------------------------------------------
+
+  std::size_t size() const noexcept { return items_; }
+  bool empty() const noexcept { return items_ == 0; }
+  // Slots in the table (the number of fingerprints it can hold, victim aside).
+  std::size_t capacity() const noexcept { return table_.bucket_count() * kSlots; }
+  // The capacity asked for at construction.
+  std::size_t requested_capacity() const noexcept { return requested_capacity_; }
+  std::size_t bucket_count() const noexcept { return table_.bucket_count(); }
+  double load_factor() const noexcept {
+    return static_cast<double>(items_) / static_cast<double>(capacity());
+  }
+  // Bits of table storage per stored item (0 when empty).
+  double bits_per_item() const noexcept {
+    return items_ == 0
+               ? 0.0
+               : 8.0 * static_cast<double>(table_.payload().size()) / static_cast<double>(items_);
+  }
+  std::size_t memory_bytes() const noexcept { return table_.memory_bytes() + sizeof(*this); }
+  bool huge_pages_advised() const noexcept { return table_.huge_pages_advised(); }
+  bool victim_used() const noexcept { return victim_.used; }
+  const FilterOptions& options() const noexcept { return options_; }
+  std::string shape() const { return header().shape(); }
+
+  void clear() noexcept {
+    table_.clear();
+    items_ = 0;
+    victim_ = {};
+  }
+
+  // ---- persistence (format: detail/filter_format.hpp) -------------------------------------
+
+  // Throws std::ios_base::failure if the stream fails.
+  void save(std::ostream& out) const {
+    const detail::FilterHeader h = header();
+    const auto encoded = detail::HeaderCodec::encode(h);
+    const auto payload = table_.payload();
+    const std::uint64_t checksum = XXH3_64bits(payload.data(), payload.size());
+    out.write(reinterpret_cast<const char*>(encoded.data()), encoded.size());
+    out.write(reinterpret_cast<const char*>(payload.data()),
+              static_cast<std::streamsize>(payload.size()));
+    out.write(reinterpret_cast<const char*>(&checksum), sizeof checksum);
+    if (!out) throw std::ios_base::failure("writing the cuckoo filter failed");
+  }
+
+  // Replaces this filter with the one in `in`, which must have the same table layout,
+  // fingerprint width and bucket size. Throws FormatError (truncated, corrupted, foreign or
+  // mismatched data) and leaves this filter unchanged.
+  void load(std::istream& in) {
+    const detail::FilterHeader h = detail::HeaderCodec::read(in);
+    *this = from_stream(h, in);
+  }
+
+  // Reads the rest of a filter whose header was already read (used by AnyCuckooFilter).
+  static CuckooFilter from_stream(const detail::FilterHeader& h, std::istream& in) {
+    const detail::FilterHeader mine = shape_header();
+    if (h.layout != mine.layout || h.fp_bits != kFpBits || h.slots != kSlots) {
+      throw FormatError("file holds a filter with " + h.shape() + "; this filter has " +
+                        mine.shape());
+    }
+    if (h.payload_bytes != Table::payload_bytes(h.buckets)) {
+      throw FormatError("payload size does not match the bucket count");
+    }
+    if (h.max_kicks > detail::kMaxKicksLimit) throw FormatError("corrupted max_kicks");
+    if (h.victim_used && (h.victim_fp == 0 || h.victim_fp > Table::kFpMask)) {
+      throw FormatError("corrupted victim fingerprint");
+    }
+    detail::require_available(in, h.payload_bytes + sizeof(std::uint64_t));
+
+    FilterOptions options;
+    options.seed = h.seed;
+    options.max_kicks = h.max_kicks;
+    CuckooFilter filter(h.buckets, h.capacity, options);
+    auto payload = filter.table_.payload();
+    in.read(reinterpret_cast<char*>(payload.data()), static_cast<std::streamsize>(payload.size()));
+    std::uint64_t checksum = 0;
+    in.read(reinterpret_cast<char*>(&checksum), sizeof checksum);
+    if (!in) throw FormatError("truncated cuckoo filter payload");
+    if (checksum != XXH3_64bits(payload.data(), payload.size())) {
+      throw FormatError("cuckoo filter payload checksum mismatch (corrupted file)");
+    }
+    const auto occupied = filter.table_.count_occupied();
+    if (!occupied) throw FormatError("malformed bucket in the cuckoo filter payload");
+    if (*occupied + (h.victim_used ? 1 : 0) != h.items) {
+      throw FormatError("item count does not match the table contents");
+    }
+    filter.items_ = h.items;
+    filter.victim_ = {h.victim_used, h.victim_bucket, h.victim_fp};
+    return filter;
+  }
+
+ private:
+  // Where an item lives: its two candidate buckets and its fingerprint.
+  struct Location {
+    std::uint64_t primary;
+    std::uint64_t alternate;
+    std::uint32_t fp;
+  };
+  struct Victim {
+    bool used = false;
+    std::uint64_t bucket = 0;
+    std::uint32_t fp = 0;
+  };
+
+  CuckooFilter(std::uint64_t buckets, std::size_t capacity, const FilterOptions& options)
+      : table_(buckets),
+        addressing_(buckets),
+        options_(options),
+        requested_capacity_(capacity),
+        rng_(options.seed | 1) {}
+
+  static std::uint64_t checked_bucket_count(std::size_t capacity, const FilterOptions& options) {
+    if (capacity == 0) throw std::invalid_argument("cuckoo filter capacity must be at least 1");
+    const double max_load =
+        options.max_load == 0 ? detail::default_max_load(kSlots) : options.max_load;
+    if (!(max_load > 0 && max_load <= 1)) {
+      throw std::invalid_argument("max_load must be in (0, 1]");
+    }
+    if (options.max_kicks > detail::kMaxKicksLimit) {
+      throw std::invalid_argument("max_kicks must be at most " +
+                                  std::to_string(detail::kMaxKicksLimit));
+    }
+    const double buckets = std::ceil(static_cast<double>(capacity) / (max_load * kSlots));
+    if (buckets * static_cast<double>(Table::payload_bytes(1)) >
+        static_cast<double>(detail::kMaxTableBytes)) {
+      throw std::invalid_argument("cuckoo filter capacity " + std::to_string(capacity) +
+                                  " needs more than the 64 TiB table limit");
+    }
+    return static_cast<std::uint64_t>(buckets);
+  }
+
+  std::uint64_t seed() const noexcept { return options_.seed; }
+
+  Location locate(std::uint64_t hash) const noexcept {
+    const std::uint64_t primary = addressing_.index(hash);
+    const std::uint32_t fp = addressing_.fingerprint(hash);
+    return {primary, addressing_.alternate(primary, fp), fp};
+  }
+
+  bool probe(const Location& at) const noexcept {
+    // Both buckets are read unconditionally: their cache misses overlap, and a lookup has no
+    // data-dependent branch to mispredict.
+    const bool in_table = table_.contains(at.primary, at.fp) | table_.contains(at.alternate, at.fp);
+    const bool in_victim = victim_.used & (victim_.fp == at.fp) &
+                           ((victim_.bucket == at.primary) | (victim_.bucket == at.alternate));
+    return in_table | in_victim;
+  }
+
+  bool contains_hash(std::uint64_t hash) const noexcept { return probe(locate(hash)); }
+  Status insert_hash(std::uint64_t hash) noexcept { return insert_located(locate(hash)); }
+
+  Status insert_located(const Location& at) noexcept {
+    if (victim_.used) return Status::kFull;
+    if (!table_.try_insert(at.primary, at.fp) && !table_.try_insert(at.alternate, at.fp)) {
+      relocate(next_random() & 1 ? at.primary : at.alternate, at.fp);
+    }
+    ++items_;
+    return Status::kOk;
+  }
+
+  Status erase_hash(std::uint64_t hash) noexcept {
+    const Location at = locate(hash);
+    if (table_.try_erase(at.primary, at.fp) || table_.try_erase(at.alternate, at.fp)) {
+      --items_;
+      rehome_victim();
+      return Status::kOk;
+    }
+    if (victim_.used && victim_.fp == at.fp &&
+        (victim_.bucket == at.primary || victim_.bucket == at.alternate)) {
+      victim_.used = false;
+      --items_;
+      return Status::kOk;
+    }
+    return Status::kNotFound;
+  }
+
+  // Random-walk cuckoo eviction: store `fp` in full `bucket`, displacing a random slot's
+  // fingerprint to its alternate bucket, and so on. Never fails: when the kick budget is spent,
+  // the fingerprint still in hand becomes the victim. Precondition: no victim.
+  void relocate(std::uint64_t bucket, std::uint32_t fp) noexcept {
+    for (unsigned kick = 0; kick < options_.max_kicks; ++kick) {
+      fp = table_.exchange(bucket, static_cast<unsigned>(next_random() % kSlots), fp);
+      bucket = addressing_.alternate(bucket, fp);
+      if (table_.try_insert(bucket, fp)) return;
+    }
+    victim_ = {true, bucket, fp};
+  }
+
+  // After an erase made room, move the victim back into the table.
+  void rehome_victim() noexcept {
+    if (!victim_.used) return;
+    const Victim parked = victim_;
+    victim_.used = false;
+    if (!table_.try_insert(parked.bucket, parked.fp) &&
+        !table_.try_insert(addressing_.alternate(parked.bucket, parked.fp), parked.fp)) {
+      relocate(parked.bucket, parked.fp);
+    }
+  }
+
+  // Runs visit(i, location of keys[i]) in order, computing locations kPrefetchDistance keys
+  // ahead and prefetching both their buckets. Stops early when visit returns false.
+  template <class Key, class Visit>
+  void pipelined(std::span<const Key> keys, Visit&& visit) const {
+    constexpr std::size_t kPrefetchDistance = 16;  // power of two; ~32 lines in flight
+    Location ring[kPrefetchDistance];
+    const auto stage = [&](std::size_t i) {
+      const Location at = locate(hash_key(keys[i], seed()));
+      table_.prefetch(at.primary);
+      table_.prefetch(at.alternate);
+      ring[i % kPrefetchDistance] = at;
+    };
+    const std::size_t n = keys.size();
+    for (std::size_t i = 0; i < std::min(n, kPrefetchDistance); ++i) stage(i);
+    for (std::size_t i = 0; i < n; ++i) {
+      const Location at = ring[i % kPrefetchDistance];
+      if (i + kPrefetchDistance < n) stage(i + kPrefetchDistance);
+      if (!visit(i, at)) return;
+    }
+  }
+
+  std::uint64_t next_random() noexcept {  // xorshift64*
+    rng_ ^= rng_ >> 12;
+    rng_ ^= rng_ << 25;
+    rng_ ^= rng_ >> 27;
+    return rng_ * 0x2545f4914f6cdd1dULL;
+  }
+
+  static detail::FilterHeader shape_header() {
+    detail::FilterHeader h;
+    h.layout = Table::kLayout == std::string_view("semi-sorted") ? detail::TableLayout::kSemiSorted
+                                                                 : detail::TableLayout::kPacked;
+    h.fp_bits = kFpBits;
+    h.slots = kSlots;
+    return h;
+  }
+
+  detail::FilterHeader header() const {
+    detail::FilterHeader h = shape_header();
+    h.buckets = table_.bucket_count();
+    h.capacity = requested_capacity_;
+    h.items = items_;
+    h.seed = options_.seed;
+    h.max_kicks = options_.max_kicks;
+    h.victim_used = victim_.used;
+    h.victim_bucket = victim_.bucket;
+    h.victim_fp = victim_.fp;
+    h.payload_bytes = table_.payload().size();
+    return h;
+  }
+
+  Table table_;
+  detail::Addressing<kFpBits> addressing_;
+  FilterOptions options_;
+  std::size_t requested_capacity_;
+  std::size_t items_ = 0;
+  Victim victim_;
+  std::uint64_t rng_;
+};
+
+}  // namespace ccf

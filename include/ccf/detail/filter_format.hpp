@@ -1,0 +1,192 @@
+// The on-disk format of a cuckoo filter (version 1). All integers little-endian.
+//
+//   offset  size  field
+//   0       8     magic "CCFCUCKO"
+//   8       4     format version (1)
+//   12      4     layout: 1 = packed, 2 = semi-sorted
+//   16      4     fingerprint bits
+//   20      4     slots per bucket
+//   24      8     bucket count
+//   32      8     requested capacity (items)
+//   40      8     items stored (victim included)
+//   48      8     hash seed
+//   56      4     max kicks
+//   60      4     victim present (0 / 1)
+//   64      8     victim bucket
+//   72      4     victim fingerprint
+//   76      4     reserved (0)
+//   80      8     payload bytes
+//   88      8     XXH3-64 of bytes [0, 88)          -- header checked before anything is allocated
+//   96      n     payload: the table's buckets, exactly as kept in memory
+//   96+n    8     XXH3-64 of the payload
+//
+// Readers check, in order: magic, version, header checksum, parameter sanity (supported shape,
+// payload size consistent with the bucket count, victim inside the table, bucket count within
+// the size limit and, on seekable streams, within the bytes actually present), then read and
+// checksum the payload, and finally validate every bucket. Only then does a load take effect.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <istream>
+#include <ostream>
+#include <string>
+
+#include "ccf/hash.hpp"
+#include "ccf/status.hpp"
+
+namespace ccf::detail {
+
+static_assert(std::endian::native == std::endian::little,
+              "the ccf file format and bucket layouts assume a little-endian machine");
+
+inline constexpr std::array<char, 8> kFilterMagic = {'C', 'C', 'F', 'C', 'U', 'C', 'K', 'O'};
+inline constexpr std::uint32_t kFilterFormatVersion = 1;
+// The largest table any ccf filter allocates (64 TiB): a bound that rejects absurd capacities
+// and corrupted sizes before any allocation is attempted.
+inline constexpr std::uint64_t kMaxTableBytes = std::uint64_t{1} << 46;
+
+enum class TableLayout : std::uint32_t { kPacked = 1, kSemiSorted = 2 };
+
+struct FilterHeader {
+  TableLayout layout = TableLayout::kPacked;
+  std::uint32_t fp_bits = 0;
+  std::uint32_t slots = 0;
+  std::uint64_t buckets = 0;
+  std::uint64_t capacity = 0;
+  std::uint64_t items = 0;
+  std::uint64_t seed = 0;
+  std::uint32_t max_kicks = 0;
+  bool victim_used = false;
+  std::uint64_t victim_bucket = 0;
+  std::uint32_t victim_fp = 0;
+  std::uint64_t payload_bytes = 0;
+
+  static constexpr std::size_t kEncodedSize = 96;
+
+  std::string shape() const {
+    return std::string(layout == TableLayout::kSemiSorted ? "semi-sorted" : "packed") + " " +
+           std::to_string(fp_bits) + "-bit fingerprints, " + std::to_string(slots) +
+           " slots/bucket";
+  }
+};
+
+class HeaderCodec {
+ public:
+  static std::array<unsigned char, FilterHeader::kEncodedSize> encode(const FilterHeader& h) {
+    HeaderCodec codec;
+    codec.put_bytes(kFilterMagic.data(), kFilterMagic.size());
+    codec.put(kFilterFormatVersion);
+    codec.put(static_cast<std::uint32_t>(h.layout));
+    codec.put(h.fp_bits);
+    codec.put(h.slots);
+    codec.put(h.buckets);
+    codec.put(h.capacity);
+    codec.put(h.items);
+    codec.put(h.seed);
+    codec.put(h.max_kicks);
+    codec.put(std::uint32_t{h.victim_used});
+    codec.put(h.victim_bucket);
+    codec.put(h.victim_fp);
+    codec.put(std::uint32_t{0});
+    codec.put(h.payload_bytes);
+    codec.put(static_cast<std::uint64_t>(XXH3_64bits(codec.bytes_.data(), codec.at_)));
+    return codec.bytes_;
+  }
+
+  // Reads and checks the header; throws FormatError with the reason.
+  static FilterHeader read(std::istream& in) {
+    HeaderCodec codec;
+    in.read(reinterpret_cast<char*>(codec.bytes_.data()), codec.bytes_.size());
+    if (in.gcount() < 8 ||
+        std::memcmp(codec.bytes_.data(), kFilterMagic.data(), kFilterMagic.size()) != 0) {
+      throw FormatError("not a ccf cuckoo filter (bad magic)");
+    }
+    if (static_cast<std::size_t>(in.gcount()) != codec.bytes_.size()) {
+      throw FormatError("truncated cuckoo filter header");
+    }
+    codec.at_ = kFilterMagic.size();
+    if (const auto version = codec.get<std::uint32_t>(); version != kFilterFormatVersion) {
+      throw FormatError("unsupported cuckoo filter format version " + std::to_string(version) +
+                        " (this build reads version " + std::to_string(kFilterFormatVersion) + ")");
+    }
+    FilterHeader h;
+    const auto layout = codec.get<std::uint32_t>();
+    h.fp_bits = codec.get<std::uint32_t>();
+    h.slots = codec.get<std::uint32_t>();
+    h.buckets = codec.get<std::uint64_t>();
+    h.capacity = codec.get<std::uint64_t>();
+    h.items = codec.get<std::uint64_t>();
+    h.seed = codec.get<std::uint64_t>();
+    h.max_kicks = codec.get<std::uint32_t>();
+    const auto victim_used = codec.get<std::uint32_t>();
+    h.victim_bucket = codec.get<std::uint64_t>();
+    h.victim_fp = codec.get<std::uint32_t>();
+    codec.get<std::uint32_t>();  // reserved
+    h.payload_bytes = codec.get<std::uint64_t>();
+    const std::uint64_t expected = XXH3_64bits(codec.bytes_.data(), codec.at_);
+    if (codec.get<std::uint64_t>() != expected) {
+      throw FormatError("cuckoo filter header checksum mismatch (corrupted file)");
+    }
+    if (layout != 1 && layout != 2) {
+      throw FormatError("unknown bucket layout " + std::to_string(layout));
+    }
+    if (victim_used > 1) throw FormatError("corrupted victim flag");
+    h.layout = static_cast<TableLayout>(layout);
+    h.victim_used = victim_used == 1;
+    // Every bucket takes at least one byte, so this also bounds the bucket count.
+    if (h.buckets == 0 || h.buckets > kMaxTableBytes) {
+      throw FormatError("impossible bucket count " + std::to_string(h.buckets));
+    }
+    if (h.payload_bytes > kMaxTableBytes) {
+      throw FormatError("payload of " + std::to_string(h.payload_bytes) +
+                        " bytes exceeds the size limit");
+    }
+    if (h.victim_used && h.victim_bucket >= h.buckets) {
+      throw FormatError("victim bucket outside the table");
+    }
+    if (h.items > h.buckets * std::uint64_t{h.slots} + (h.victim_used ? 1 : 0)) {
+      throw FormatError("item count larger than the table");
+    }
+    return h;
+  }
+
+ private:
+  template <class T>
+  void put(T value) {
+    std::memcpy(bytes_.data() + at_, &value, sizeof value);
+    at_ += sizeof value;
+  }
+  void put_bytes(const char* data, std::size_t size) {
+    std::memcpy(bytes_.data() + at_, data, size);
+    at_ += size;
+  }
+  template <class T>
+  T get() {
+    T value;
+    std::memcpy(&value, bytes_.data() + at_, sizeof value);
+    at_ += sizeof value;
+    return value;
+  }
+
+  std::array<unsigned char, FilterHeader::kEncodedSize> bytes_{};
+  std::size_t at_ = 0;
+};
+
+// Throws unless `in` (when seekable) still holds at least `bytes` bytes: a corrupted or forged
+// size is rejected before the allocation it would cause.
+inline void require_available(std::istream& in, std::uint64_t bytes) {
+  const std::istream::pos_type here = in.tellg();
+  if (here == std::istream::pos_type(-1)) return;  // not seekable: the read itself will tell
+  in.seekg(0, std::ios::end);
+  const std::istream::pos_type end = in.tellg();
+  in.seekg(here);
+  if (end != std::istream::pos_type(-1) && static_cast<std::uint64_t>(end - here) < bytes) {
+    throw FormatError("truncated cuckoo filter: " + std::to_string(bytes) +
+                      " payload bytes announced, " + std::to_string(end - here) + " present");
+  }
+}
+
+}  // namespace ccf::detail

@@ -1,0 +1,115 @@
+// Model-based tests of the bucket tables: random inserts, erases and exchanges on a small
+// table, checked after every step against a per-bucket multiset -- including that writes never
+// disturb neighbouring buckets (the packed layouts share bytes across bucket boundaries).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "ccf/detail/packed_table.hpp"
+#include "ccf/detail/semi_sorted_table.hpp"
+
+namespace {
+
+template <class Table>
+class BucketTableTest : public ::testing::Test {};
+
+using Tables =
+    ::testing::Types<ccf::PackedTable<4, 2>, ccf::PackedTable<4, 4>, ccf::PackedTable<4, 8>,
+                     ccf::PackedTable<8, 2>, ccf::PackedTable<8, 4>, ccf::PackedTable<8, 8>,
+                     ccf::PackedTable<12, 2>, ccf::PackedTable<12, 4>, ccf::PackedTable<12, 8>,
+                     ccf::PackedTable<16, 2>, ccf::PackedTable<16, 4>, ccf::PackedTable<16, 8>,
+                     ccf::PackedTable<32, 2>, ccf::PackedTable<32, 4>, ccf::PackedTable<32, 8>,
+                     ccf::SemiSortedTable<8>, ccf::SemiSortedTable<12>, ccf::SemiSortedTable<16>>;
+TYPED_TEST_SUITE(BucketTableTest, Tables);
+
+template <class Table>
+std::vector<std::uint32_t> bucket_contents(const Table& table, std::size_t bucket) {
+  std::vector<std::uint32_t> fps;
+  for (unsigned slot = 0; slot < Table::kSlots; ++slot) {
+    if (const std::uint32_t fp = table.read(bucket, slot)) fps.push_back(fp);
+  }
+  std::sort(fps.begin(), fps.end());
+  return fps;
+}
+
+TYPED_TEST(BucketTableTest, MatchesAMultisetModel) {
+  using Table = TypeParam;
+  constexpr std::size_t kBuckets = 37;  // odd: exercises every byte/bit alignment
+  Table table(kBuckets);
+  std::vector<std::multiset<std::uint32_t>> model(kBuckets);
+  std::mt19937_64 rng(7);
+  // Few distinct values so that duplicates and matches are frequent.
+  const auto random_fp = [&] {
+    const std::uint32_t small = static_cast<std::uint32_t>(rng() % 6) + 1;
+    return rng() % 2 ? small : static_cast<std::uint32_t>(rng() % Table::kFpMask) + 1;
+  };
+  std::size_t stored = 0;
+  for (int step = 0; step < 40'000; ++step) {
+    const std::size_t bucket = rng() % kBuckets;
+    const std::uint32_t fp = random_fp();
+    auto& expected = model[bucket];
+    switch (rng() % 4) {
+      case 0: {
+        const bool room = expected.size() < Table::kSlots;
+        ASSERT_EQ(table.try_insert(bucket, fp), room);
+        if (room) expected.insert(fp), ++stored;
+        break;
+      }
+      case 1: {
+        const auto it = expected.find(fp);
+        ASSERT_EQ(table.try_erase(bucket, fp), it != expected.end());
+        if (it != expected.end()) expected.erase(it), --stored;
+        break;
+      }
+      case 2: {
+        const auto slot = static_cast<unsigned>(rng() % Table::kSlots);
+        const std::uint32_t old = table.exchange(bucket, slot, fp);
+        if (old != 0)
+          expected.erase(expected.find(old));
+        else
+          ++stored;
+        expected.insert(fp);
+        break;
+      }
+      default:
+        ASSERT_EQ(table.contains(bucket, fp), expected.count(fp) > 0);
+    }
+    // The touched bucket and both neighbours hold exactly what the model says.
+    for (std::size_t b : {bucket, (bucket + 1) % kBuckets, (bucket + kBuckets - 1) % kBuckets}) {
+      ASSERT_EQ(bucket_contents(table, b),
+                std::vector<std::uint32_t>(model[b].begin(), model[b].end()))
+          << "step " << step << " bucket " << b;
+    }
+  }
+  EXPECT_EQ(table.count_occupied(), stored);
+  table.clear();
+  EXPECT_EQ(table.count_occupied(), 0u);
+  EXPECT_FALSE(table.contains(0, 1));
+}
+
+TYPED_TEST(BucketTableTest, PayloadIsExactlyTheFingerprintBits) {
+  using Table = TypeParam;
+  constexpr std::size_t kBuckets = 1001;
+  const Table table(kBuckets);
+  const double bits = Table::kBitsPerSlot * Table::kSlots * kBuckets;
+  EXPECT_EQ(table.payload().size(), static_cast<std::size_t>(std::ceil(bits / 8)));
+}
+
+TYPED_TEST(BucketTableTest, FullBucketRejectsInsertAndFindsEverySlot) {
+  using Table = TypeParam;
+  Table table(3);
+  for (unsigned slot = 0; slot < Table::kSlots; ++slot) {
+    ASSERT_TRUE(table.try_insert(1, Table::kFpMask - slot));
+  }
+  EXPECT_FALSE(table.try_insert(1, 1));
+  for (unsigned slot = 0; slot < Table::kSlots; ++slot) {
+    EXPECT_TRUE(table.contains(1, Table::kFpMask - slot));
+  }
+  EXPECT_EQ(bucket_contents(table, 0).size(), 0u);
+  EXPECT_EQ(bucket_contents(table, 2).size(), 0u);
+}
+
+}  // namespace

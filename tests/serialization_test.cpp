@@ -1,0 +1,242 @@
+// Save / load: round trips for every layout (victim included), and every way a file can be
+// wrong -- truncated, corrupted, foreign, another version or shape, absurd sizes -- gives a
+// FormatError and leaves the filter being loaded into unchanged.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ccf/any_cuckoo_filter.hpp"
+#include "ccf/cuckoo_filter.hpp"
+#include "test_keys.hpp"
+
+namespace {
+
+using ccf::CuckooFilter;
+using ccf::FormatError;
+using ccf::PackedTable;
+using ccf::SemiSortedTable;
+using ccf::Status;
+using ccf::testing::member_keys;
+
+template <class Filter>
+std::size_t fill_until_full(Filter& filter, const std::vector<std::uint64_t>& keys) {
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (filter.insert(keys[i]) == Status::kFull) return i;
+  }
+  return keys.size();
+}
+
+template <class Filter>
+std::string saved(const Filter& filter) {
+  std::ostringstream out;
+  filter.save(out);
+  return out.str();
+}
+
+template <class Filter>
+class RoundTrip : public ::testing::Test {};
+using Filters =
+    ::testing::Types<CuckooFilter<PackedTable<8, 2>>, CuckooFilter<PackedTable<12, 4>>,
+                     CuckooFilter<PackedTable<16, 8>>, CuckooFilter<PackedTable<32, 4>>,
+                     CuckooFilter<SemiSortedTable<8>>, CuckooFilter<SemiSortedTable<12>>,
+                     CuckooFilter<SemiSortedTable<16>>>;
+TYPED_TEST_SUITE(RoundTrip, Filters);
+
+TYPED_TEST(RoundTrip, FullFilterWithVictimSurvivesSaveAndLoad) {
+  TypeParam original(1'000'000, {.seed = 77});
+  const auto keys = member_keys(2'000'000, 9);
+  const std::size_t stored = fill_until_full(original, keys);
+  ASSERT_TRUE(original.victim_used());
+  const std::string bytes = saved(original);
+
+  TypeParam loaded(10);  // any capacity: load replaces it
+  std::istringstream in(bytes);
+  loaded.load(in);
+  EXPECT_EQ(loaded.size(), stored);
+  EXPECT_EQ(loaded.capacity(), original.capacity());
+  EXPECT_EQ(loaded.requested_capacity(), original.requested_capacity());
+  EXPECT_TRUE(loaded.victim_used());
+  EXPECT_EQ(loaded.options().seed, 77u);
+  std::size_t missing = 0;
+  for (std::size_t i = 0; i < stored; ++i) missing += !loaded.contains(keys[i]);
+  EXPECT_EQ(missing, 0u);
+  EXPECT_EQ(saved(loaded), bytes);  // bit-identical
+
+  // The loaded filter keeps working: erase frees room, the victim goes home.
+  ASSERT_EQ(loaded.erase(keys[0]), Status::kOk);
+  EXPECT_FALSE(loaded.victim_used());
+  for (std::size_t i = 1; i < stored; ++i) ASSERT_TRUE(loaded.contains(keys[i])) << i;
+}
+
+TEST(AnyCuckooFilterLoad, ReadsAFileOfAnyShape) {
+  CuckooFilter<SemiSortedTable<16>> original(50'000);
+  for (std::uint64_t key = 0; key < 40'000; ++key) ASSERT_EQ(original.insert(key), Status::kOk);
+  std::istringstream in(saved(original));
+  const ccf::AnyCuckooFilter loaded = ccf::AnyCuckooFilter::load(in);
+  EXPECT_EQ(loaded.shape(), original.shape());
+  EXPECT_EQ(loaded.size(), 40'000u);
+  for (std::uint64_t key = 0; key < 40'000; ++key) ASSERT_TRUE(loaded.contains(key));
+}
+
+// A small filter in a known state, and a check that it is still in that state.
+class Corruption : public ::testing::Test {
+ protected:
+  using Filter = CuckooFilter<PackedTable<12, 4>>;
+
+  void SetUp() override {
+    for (std::uint64_t key = 0; key < 3000; ++key) ASSERT_EQ(source_.insert(key), Status::kOk);
+    good_ = saved(source_);
+    for (std::uint64_t key = 1'000'000; key < 1'000'100; ++key) {
+      ASSERT_EQ(target_.insert(key), Status::kOk);
+    }
+    target_bytes_ = saved(target_);
+  }
+
+  // Loading `bytes` must fail with a FormatError mentioning `reason`, target unchanged.
+  void expect_rejected(const std::string& bytes, const std::string& reason) {
+    std::istringstream in(bytes);
+    try {
+      target_.load(in);
+      ADD_FAILURE() << "accepted a bad file (expected: " << reason << ")";
+    } catch (const FormatError& error) {
+      EXPECT_NE(std::string(error.what()).find(reason), std::string::npos)
+          << "message: " << error.what() << "; expected to mention: " << reason;
+    }
+    ASSERT_EQ(saved(target_), target_bytes_) << "a failed load changed the filter";
+  }
+
+  // The good file with its header re-encoded after `edit` (checksum valid again).
+  template <class Edit>
+  std::string with_header(Edit edit) {
+    std::istringstream in(good_);
+    ccf::detail::FilterHeader header = ccf::detail::HeaderCodec::read(in);
+    edit(header);
+    const auto encoded = ccf::detail::HeaderCodec::encode(header);
+    return std::string(reinterpret_cast<const char*>(encoded.data()), encoded.size()) +
+           good_.substr(encoded.size());
+  }
+
+  Filter source_{4000};
+  Filter target_{200};
+  std::string good_;
+  std::string target_bytes_;
+};
+
+TEST_F(Corruption, GoodFileLoads) {
+  std::istringstream in(good_);
+  target_.load(in);
+  EXPECT_EQ(target_.size(), 3000u);
+}
+
+TEST_F(Corruption, EveryTruncationIsRejected) {
+  for (std::size_t length = 0; length < good_.size(); length += (length < 200 ? 1 : 97)) {
+    std::istringstream in(good_.substr(0, length));
+    EXPECT_THROW(target_.load(in), FormatError) << "length " << length;
+  }
+  expect_rejected(good_.substr(0, good_.size() - 1), "truncated");
+  ASSERT_EQ(saved(target_), target_bytes_);
+}
+
+TEST_F(Corruption, EveryFlippedHeaderByteIsRejected) {
+  for (std::size_t at = 0; at < ccf::detail::FilterHeader::kEncodedSize; ++at) {
+    std::string bytes = good_;
+    bytes[at] = static_cast<char>(bytes[at] ^ 0x20);
+    std::istringstream in(bytes);
+    EXPECT_THROW(target_.load(in), FormatError) << "byte " << at;
+  }
+  ASSERT_EQ(saved(target_), target_bytes_);
+}
+
+TEST_F(Corruption, FlippedPayloadOrChecksumIsRejected) {
+  for (std::size_t at = ccf::detail::FilterHeader::kEncodedSize; at < good_.size(); at += 211) {
+    std::string bytes = good_;
+    bytes[at] = static_cast<char>(bytes[at] ^ 0x01);
+    expect_rejected(bytes, "checksum");
+  }
+  std::string bytes = good_;
+  bytes.back() = static_cast<char>(bytes.back() ^ 0x80);
+  expect_rejected(bytes, "checksum");
+}
+
+TEST_F(Corruption, ForeignFilesAreRejected) {
+  expect_rejected("", "bad magic");
+  expect_rejected("hello, world: this is not a filter at all, just some text ...", "bad magic");
+  expect_rejected(std::string(4096, '\0'), "bad magic");
+  expect_rejected("CCFCUCKO", "truncated");
+}
+
+TEST_F(Corruption, OtherVersionIsRejected) {
+  std::string bytes = good_;
+  bytes[8] = 2;  // version field; the header checksum also fails, but version is checked first
+  expect_rejected(bytes, "unsupported cuckoo filter format version 2");
+}
+
+TEST_F(Corruption, OtherShapeIsRejected) {
+  CuckooFilter<PackedTable<16, 4>> other(1000);
+  ASSERT_EQ(other.insert(std::uint64_t{1}), Status::kOk);
+  expect_rejected(saved(other), "16-bit fingerprints");
+  CuckooFilter<SemiSortedTable<12>> semi(1000);
+  expect_rejected(saved(semi), "semi-sorted");
+}
+
+TEST_F(Corruption, ImpossibleParametersAreRejectedBeforeAllocating) {
+  // Consistent, checksummed header claiming a 1 TiB table: refused, nothing allocated.
+  expect_rejected(with_header([](auto& h) {
+                    h.buckets = std::uint64_t{1} << 40;
+                    h.payload_bytes = ccf::PackedTable<12, 4>::payload_bytes(h.buckets);
+                  }),
+                  "truncated");
+  expect_rejected(with_header([](auto& h) { h.buckets = ~std::uint64_t{0}; }), "bucket count");
+  expect_rejected(with_header([](auto& h) { h.payload_bytes += 6; }), "payload size");
+  expect_rejected(with_header([](auto& h) { h.items += 1; }), "item count");
+  expect_rejected(with_header([](auto& h) { h.items = ~std::uint64_t{0}; }), "item count");
+  expect_rejected(with_header([](auto& h) {
+                    h.victim_used = true;
+                    h.victim_bucket = h.buckets;
+                  }),
+                  "victim");
+  expect_rejected(with_header([](auto& h) {
+                    h.victim_used = true;
+                    h.victim_fp = 0;
+                  }),
+                  "victim");
+  expect_rejected(with_header([](auto& h) { h.max_kicks = ~0u; }), "max_kicks");
+  expect_rejected(with_header([](auto& h) { h.fp_bits = 13; }), "13-bit");
+}
+
+TEST(SemiSortedCorruption, InvalidCodeIsRejected) {
+  CuckooFilter<SemiSortedTable<12>> filter(100);
+  std::string bytes = saved(filter);
+  // Make the first bucket's 12-bit code 0xfff (>= 3876) and fix the payload checksum.
+  const std::size_t payload = ccf::detail::FilterHeader::kEncodedSize;
+  bytes[payload] = static_cast<char>(0xff);
+  bytes[payload + 1] = static_cast<char>(bytes[payload + 1] | 0x0f);
+  const std::size_t size = bytes.size() - payload - 8;
+  const std::uint64_t sum = XXH3_64bits(bytes.data() + payload, size);
+  bytes.replace(bytes.size() - 8, 8, reinterpret_cast<const char*>(&sum), 8);
+  std::istringstream in(bytes);
+  try {
+    filter.load(in);
+    ADD_FAILURE() << "accepted an invalid semi-sorted code";
+  } catch (const FormatError& error) {
+    EXPECT_NE(std::string(error.what()).find("malformed bucket"), std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(AnyCuckooFilterLoad, RejectsUnsupportedShapeInFile) {
+  CuckooFilter<PackedTable<12, 4>> filter(100);
+  std::ostringstream out;
+  filter.save(out);
+  std::istringstream good(out.str());
+  ccf::detail::FilterHeader header = ccf::detail::HeaderCodec::read(good);
+  header.slots = 3;
+  const auto encoded = ccf::detail::HeaderCodec::encode(header);
+  std::istringstream in(std::string(reinterpret_cast<const char*>(encoded.data()), encoded.size()) +
+                        out.str().substr(encoded.size()));
+  EXPECT_THROW(ccf::AnyCuckooFilter::load(in), FormatError);
+}
+
+}  // namespace
