@@ -1,9 +1,9 @@
 // Tests of the Bloom-family baselines: no false negatives, false-positive rates measured
 // against theory with explicit statistical bounds, sizing rules, argument checking.
 //
-// Inserted keys are key(2i) and never-inserted keys key(2i + 1), where key() is a bijection of
-// 64-bit words: the two sets are disjoint by construction, so every hit on an odd index is a
-// genuine false positive.
+// Inserted keys are the member streams of test_keys.hpp (integers) or "user:<2i>" (strings);
+// never-inserted keys are the non-member streams, or "user:<2i+1>": disjoint from the members by
+// construction, so every hit on one is a genuine false positive.
 #include "ccf/bloom_filter.hpp"
 
 #include <gtest/gtest.h>
@@ -14,9 +14,13 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
+
+#include "test_keys.hpp"
 
 namespace {
 
@@ -27,49 +31,56 @@ using ccf::Status;
 constexpr std::uint64_t kItems = 1'000'000;
 constexpr std::uint64_t kQueries = 2'000'000;
 
-// splitmix64 over a Weyl sequence: a bijection, so distinct indices give distinct keys.
-std::uint64_t key(std::uint64_t index) {
-  std::uint64_t z = (index + 1) * 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+const std::vector<std::uint64_t>& members() {
+  static const auto keys = ccf::testing::member_keys(kItems);
+  return keys;
+}
+std::span<const std::uint64_t> members(std::size_t count) {
+  return std::span(members()).first(count);
+}
+const std::vector<std::uint64_t>& non_members() {
+  static const auto keys = ccf::testing::non_member_keys(kQueries);
+  return keys;
 }
 
-std::string string_key(std::uint64_t index) {
-  return "user:" + std::to_string(index);
+std::vector<std::string> string_keys(std::size_t count, std::uint64_t parity) {
+  std::vector<std::string> keys(count);
+  for (std::size_t i = 0; i < count; ++i) keys[i] = "user:" + std::to_string(2 * i + parity);
+  return keys;
 }
 
 double ln2_rule(double bits_per_item) {
   return std::clamp(std::round(std::log(2.0) * bits_per_item), 1.0, 32.0);
 }
 
-// Inserts key(2i) for i < items; returns how many inserts did not report kOk.
-template <class Filter, class KeyFn>
-std::uint64_t insert_even(Filter& filter, std::uint64_t items, KeyFn make_key) {
+// Inserts every key; returns how many inserts did not report kOk.
+template <class Filter, class Keys>
+std::uint64_t insert_all(Filter& filter, const Keys& keys) {
   std::uint64_t not_ok = 0;
-  for (std::uint64_t i = 0; i < items; ++i) not_ok += filter.insert(make_key(2 * i)) != Status::kOk;
+  for (const auto& key : keys) not_ok += filter.insert(key) != Status::kOk;
   return not_ok;
 }
 
-template <class Filter, class KeyFn>
-std::uint64_t count_even_missing(const Filter& filter, std::uint64_t items, KeyFn make_key) {
+template <class Filter, class Keys>
+std::uint64_t count_missing(const Filter& filter, const Keys& keys) {
   std::uint64_t missing = 0;
-  for (std::uint64_t i = 0; i < items; ++i) missing += !filter.contains(make_key(2 * i));
+  for (const auto& key : keys) missing += !filter.contains(key);
   return missing;
 }
 
-template <class Filter, class KeyFn>
-double odd_hit_rate(const Filter& filter, std::uint64_t queries, KeyFn make_key) {
+template <class Filter, class Keys>
+double hit_rate(const Filter& filter, const Keys& keys) {
   std::uint64_t hits = 0;
-  for (std::uint64_t i = 0; i < queries; ++i) hits += filter.contains(make_key(2 * i + 1));
-  return static_cast<double>(hits) / static_cast<double>(queries);
+  for (const auto& key : keys) hits += filter.contains(key);
+  return static_cast<double>(hits) / static_cast<double>(std::size(keys));
 }
 
 // The acceptance band for a rate measured over `trials` Bernoulli(theory) queries: the theory
-// +- `relative` (for what the closed form leaves out: double hashing, rounding of k) +- 4
-// binomial standard deviations (for sampling). A correct filter lands well inside it; hash
-// positions that are correlated (a weak remix, block positions tied to the block index) push
-// the rate up by far more than 15%.
+// +- `relative` (for what the formulas leave out: dependence among a key's probes, finite size;
+// correct filters measure within 5%) +- 4 binomial standard deviations (for sampling). Hash
+// positions that are correlated push the rate well outside it: double hashing inside the
+// 512-bit block, tried first for the blocked filter, measured 1.18x its theory at 12 bits/item
+// and 1.66x at 16.
 void expect_rate_matches(double measured, double theory, double trials, double relative,
                          const std::string& label) {
   const double sigma = std::sqrt(theory * (1.0 - theory) / trials);
@@ -120,24 +131,25 @@ TYPED_TEST_SUITE(BloomFamilyTest, Filters, FilterNames);
 
 TYPED_TEST(BloomFamilyTest, NoFalseNegativesIntegerKeys) {
   TypeParam filter(kItems, 8.0);
-  EXPECT_EQ(insert_even(filter, kItems, key), 0u);
+  EXPECT_EQ(insert_all(filter, members()), 0u);
   EXPECT_EQ(filter.size(), kItems);
-  EXPECT_EQ(count_even_missing(filter, kItems, key), 0u);
+  EXPECT_EQ(count_missing(filter, members()), 0u);
 }
 
 TYPED_TEST(BloomFamilyTest, NoFalseNegativesPastCapacity) {
   TypeParam filter(kItems / 4, 6.0);  // four times overfull: accuracy degrades, recall does not
-  EXPECT_EQ(insert_even(filter, kItems, key), 0u);
-  EXPECT_EQ(count_even_missing(filter, kItems, key), 0u);
+  EXPECT_EQ(insert_all(filter, members()), 0u);
+  EXPECT_EQ(count_missing(filter, members()), 0u);
   EXPECT_GT(filter.expected_fpr(), 0.5);
 }
 
 TYPED_TEST(BloomFamilyTest, StringKeysNoFalseNegativesAndFprMatchesTheory) {
   TypeParam filter(kItems, 10.0);
-  EXPECT_EQ(insert_even(filter, kItems, string_key), 0u);
-  EXPECT_EQ(count_even_missing(filter, kItems, string_key), 0u);
-  expect_rate_matches(odd_hit_rate(filter, kQueries, string_key), filter.expected_fpr(),
-                      static_cast<double>(kQueries), 0.15,
+  const auto inserted = string_keys(kItems, 0);
+  EXPECT_EQ(insert_all(filter, inserted), 0u);
+  EXPECT_EQ(count_missing(filter, inserted), 0u);
+  expect_rate_matches(hit_rate(filter, string_keys(kQueries, 1)), filter.expected_fpr(),
+                      static_cast<double>(kQueries), 0.10,
                       filter_name<TypeParam>() + " strings, 10 bits/item");
 }
 
@@ -146,12 +158,12 @@ TYPED_TEST(BloomFamilyTest, StringKeysNoFalseNegativesAndFprMatchesTheory) {
 TYPED_TEST(BloomFamilyTest, FprMatchesTheory) {
   for (const double bits_per_item : {8.0, 10.0, 12.0, 16.0}) {
     TypeParam filter(kItems, bits_per_item);
-    insert_even(filter, kItems, key);
+    insert_all(filter, members());
     const std::string label = filter_name<TypeParam>() + ", " +
                               std::to_string(static_cast<int>(bits_per_item)) +
                               " bits/item, k=" + std::to_string(filter.hash_count());
-    expect_rate_matches(odd_hit_rate(filter, kQueries, key), filter.expected_fpr(),
-                        static_cast<double>(kQueries), 0.15, label);
+    expect_rate_matches(hit_rate(filter, non_members()), filter.expected_fpr(),
+                        static_cast<double>(kQueries), 0.10, label);
   }
 }
 
@@ -181,7 +193,7 @@ TYPED_TEST(BloomFamilyTest, AccessorsReportSizing) {
   EXPECT_EQ(filter.expected_fpr(), 0.0);
 
   // size() counts inserts, duplicates included; bits_per_item() then divides by it.
-  for (std::uint64_t i = 0; i < 1000; ++i) filter.insert(key(i % 500));
+  for (std::size_t i = 0; i < 1000; ++i) filter.insert(members()[i % 500]);
   EXPECT_EQ(filter.size(), 1000u);
   EXPECT_DOUBLE_EQ(filter.bits_per_item(), static_cast<double>(filter.bit_count()) / 1000.0);
   EXPECT_GT(filter.expected_fpr(), 0.0);
@@ -189,7 +201,7 @@ TYPED_TEST(BloomFamilyTest, AccessorsReportSizing) {
 
 TYPED_TEST(BloomFamilyTest, ClearEmpties) {
   TypeParam filter(100'000, 10.0);
-  insert_even(filter, 100'000, key);
+  insert_all(filter, members(100'000));
   filter.insert(std::string_view("a string"));
   const std::size_t bytes = filter.memory_bytes();
   filter.clear();
@@ -197,57 +209,57 @@ TYPED_TEST(BloomFamilyTest, ClearEmpties) {
   EXPECT_EQ(filter.memory_bytes(), bytes);
   EXPECT_EQ(filter.expected_fpr(), 0.0);
   // Every bit is clear again, so nothing at all is reported present.
-  EXPECT_EQ(count_even_missing(filter, 100'000, key), 100'000u);
+  EXPECT_EQ(count_missing(filter, members(100'000)), 100'000u);
   EXPECT_FALSE(filter.contains(std::string_view("a string")));
   // And the filter works as new.
-  insert_even(filter, 1000, key);
-  EXPECT_EQ(count_even_missing(filter, 1000, key), 0u);
+  insert_all(filter, members(1000));
+  EXPECT_EQ(count_missing(filter, members(1000)), 0u);
 }
 
 TYPED_TEST(BloomFamilyTest, SeedSelectsIndependentHashing) {
   TypeParam one(100'000, 8.0, /*seed=*/1);
   TypeParam two(100'000, 8.0, /*seed=*/2);
-  insert_even(one, 100'000, key);
-  insert_even(two, 100'000, key);
+  insert_all(one, members(100'000));
+  insert_all(two, members(100'000));
   std::uint64_t hits_one = 0;
   std::uint64_t hits_both = 0;
-  for (std::uint64_t i = 0; i < 1'000'000; ++i) {
-    const bool a = one.contains(key(2 * i + 1));
-    const bool b = two.contains(key(2 * i + 1));
+  for (const std::uint64_t key : non_members()) {
+    const bool a = one.contains(key);
+    const bool b = two.contains(key);
     hits_one += a;
     hits_both += a && b;
   }
   // Independent hashing: the false positives of the two coincide about fpr^2 of the time.
-  ASSERT_GT(hits_one, 10'000u);
+  ASSERT_GT(hits_one, 20'000u);
   EXPECT_LT(hits_both, hits_one / 10);
 }
 
 TYPED_TEST(BloomFamilyTest, MovePreservesContents) {
   auto filter = TypeParam::for_fpr(10'000, 0.01);
-  insert_even(filter, 10'000, key);
+  insert_all(filter, members(10'000));
   TypeParam moved = std::move(filter);
   EXPECT_EQ(moved.size(), 10'000u);
-  EXPECT_EQ(count_even_missing(moved, 10'000, key), 0u);
+  EXPECT_EQ(count_missing(moved, members(10'000)), 0u);
   TypeParam assigned(1);
   assigned = std::move(moved);
-  EXPECT_EQ(count_even_missing(assigned, 10'000, key), 0u);
+  EXPECT_EQ(count_missing(assigned, members(10'000)), 0u);
 }
 
 TYPED_TEST(BloomFamilyTest, BadArgumentsThrow) {
   using F = TypeParam;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
-  expect_invalid<F>([] { F(0); }, "capacity");
+  expect_invalid<F>([] { static_cast<void>(F(0)); }, "capacity");
   for (const double bits : {0.0, -1.0, nan, inf, -inf, 64.5, 1e300}) {
-    expect_invalid<F>([bits] { F(1000, bits); }, "bits_per_item");
+    expect_invalid<F>([bits] { static_cast<void>(F(1000, bits)); }, "bits_per_item");
   }
   // More than 2^46 bytes, refused before any memory is touched.
-  expect_invalid<F>([] { F(std::numeric_limits<std::size_t>::max()); }, "2^46");
-  expect_invalid<F>([] { F(std::size_t{1} << 46, 8.01); }, "2^46");
+  expect_invalid<F>([] { static_cast<void>(F(std::numeric_limits<std::size_t>::max())); }, "2^46");
+  expect_invalid<F>([] { static_cast<void>(F(std::size_t{1} << 46, 8.01)); }, "2^46");
   for (const double target : {0.0, 1.0, -0.5, 1.5, nan, inf, 1e-20}) {
-    expect_invalid<F>([target] { F::for_fpr(1000, target); }, "target_fpr");
+    expect_invalid<F>([target] { static_cast<void>(F::for_fpr(1000, target)); }, "target_fpr");
   }
-  expect_invalid<F>([] { F::for_fpr(0, 0.01); }, "capacity");
+  expect_invalid<F>([] { static_cast<void>(F::for_fpr(0, 0.01)); }, "capacity");
   // The extremes of the accepted range work.
   EXPECT_EQ(F(1, 64.0).hash_count(), 32u);
   EXPECT_EQ(F(1000, 0.01).hash_count(), 1u);
@@ -271,7 +283,7 @@ TEST(BloomFilterTest, HashCountFollowsLn2Rule) {
 
 TEST(BloomFilterTest, ExpectedFprIsTheClosedForm) {
   BloomFilter filter(kItems, 10.0);
-  insert_even(filter, kItems, key);
+  insert_all(filter, members());
   const double m = static_cast<double>(filter.bit_count());
   const double k = filter.hash_count();
   EXPECT_NEAR(filter.expected_fpr(), std::pow(1.0 - std::exp(-k * kItems / m), k), 1e-12);
@@ -281,12 +293,12 @@ TEST(BloomFilterTest, ExpectedFprIsTheClosedForm) {
 TEST(BloomFilterTest, ForFprReachesTarget) {
   for (const double target : {0.1, 0.01, 1e-3, 1e-4}) {
     auto filter = BloomFilter::for_fpr(kItems, target);
-    insert_even(filter, kItems, key);
+    insert_all(filter, members());
     // Rounding k to an integer costs at most a few percent over the target.
     EXPECT_GE(filter.expected_fpr(), 0.99 * target);
     EXPECT_LE(filter.expected_fpr(), 1.05 * target);
-    expect_rate_matches(odd_hit_rate(filter, kQueries, key), target, static_cast<double>(kQueries),
-                        0.15, "BloomFilter::for_fpr(" + std::to_string(target) + ")");
+    expect_rate_matches(hit_rate(filter, non_members()), target, static_cast<double>(kQueries),
+                        0.10, "BloomFilter::for_fpr(" + std::to_string(target) + ")");
   }
 }
 
@@ -317,14 +329,15 @@ TEST(BlockedBloomFilterTest, HashCountMinimizesBlockedFpr) {
 TEST(BlockedBloomFilterTest, PenaltyOverStandardIsBounded) {
   // The measured rate over the STANDARD filter's theory at the same bits/item and its k:
   // blocking costs accuracy (ratio > 1 from 10 bits/item, where the effect is many sigma), and
-  // the cost stays below the documented 1.2x / 1.35x / 2x.
+  // the cost stays within about 12% of the ratios documented in bloom_filter.hpp (1.07x,
+  // 1.17x, 1.3x, 1.8x).
   const std::pair<double, double> cases[] = {{8.0, 1.2}, {10.0, 1.3}, {12.0, 1.45}, {16.0, 2.0}};
   for (const auto& [bits, limit] : cases) {
     BlockedBloomFilter filter(kItems, bits);
-    insert_even(filter, kItems, key);
+    insert_all(filter, members());
     const double k = ln2_rule(bits);
     const double standard = std::pow(1.0 - std::exp(-k / bits), k);
-    const double measured = odd_hit_rate(filter, kQueries, key);
+    const double measured = hit_rate(filter, non_members());
     std::printf("[  blocked ] %2.0f bits/item: measured %.6f, standard theory %.6f, ratio %.3f\n",
                 bits, measured, standard, measured / standard);
     EXPECT_LE(measured, limit * standard) << bits;

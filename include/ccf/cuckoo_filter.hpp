@@ -44,6 +44,7 @@
 #include <utility>
 
 #include "ccf/detail/addressing.hpp"
+#include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/filter_format.hpp"
 #include "ccf/detail/packed_table.hpp"
 #include "ccf/detail/semi_sorted_table.hpp"
@@ -266,11 +267,13 @@ class CuckooFilter {
 
   bool probe(const Location& at) const noexcept {
     // Both buckets are read unconditionally: their cache misses overlap, and a lookup has no
-    // data-dependent branch to mispredict.
+    // data-dependent branch to mispredict. The victim branch is almost never taken.
     const bool in_table = table_.contains(at.primary, at.fp) | table_.contains(at.alternate, at.fp);
-    const bool in_victim = victim_.used & (victim_.fp == at.fp) &
-                           ((victim_.bucket == at.primary) | (victim_.bucket == at.alternate));
-    return in_table | in_victim;
+    if (victim_.used) [[unlikely]] {
+      return in_table | (victim_.fp == at.fp &&
+                         (victim_.bucket == at.primary || victim_.bucket == at.alternate));
+    }
+    return in_table;
   }
 
   bool contains_hash(std::uint64_t hash) const noexcept { return probe(locate(hash)); }
@@ -278,16 +281,19 @@ class CuckooFilter {
 
   Status insert_located(const Location& at) noexcept {
     if (victim_.used) return Status::kFull;
-    if (!table_.try_insert(at.primary, at.fp) && !table_.try_insert(at.alternate, at.fp)) {
-      relocate(next_random() & 1 ? at.primary : at.alternate, at.fp);
-    }
+    place(at.primary, at.alternate, at.fp);
     ++items_;
     return Status::kOk;
   }
 
   Status erase_hash(std::uint64_t hash) noexcept {
     const Location at = locate(hash);
-    if (table_.try_erase(at.primary, at.fp) || table_.try_erase(at.alternate, at.fp)) {
+    table_.prefetch(at.alternate);  // overlap the second miss with the first
+    // Pick the bucket without a branch (which of the two holds the item is a coin toss that a
+    // branch predictor cannot learn); the branch below is then almost always taken.
+    const std::uint64_t bucket =
+        table_.contains(at.primary, at.fp) ? at.primary : at.alternate;
+    if (table_.try_erase(bucket, at.fp)) {
       --items_;
       rehome_victim();
       return Status::kOk;
@@ -301,10 +307,24 @@ class CuckooFilter {
     return Status::kNotFound;
   }
 
-  // Random-walk cuckoo eviction: store `fp` in full `bucket`, displacing a random slot's
-  // fingerprint to its alternate bucket, and so on. Never fails: when the kick budget is spent,
-  // the fingerprint still in hand becomes the victim. Precondition: no victim.
-  void relocate(std::uint64_t bucket, std::uint32_t fp) noexcept {
+  // Stores fp in bucket i1 or i2 (its two candidates), making room if both are full: first by
+  // the shortest cuckoo path found breadth-first, else by a random walk of up to max_kicks
+  // displacements. Never fails: when the walk runs out, the fingerprint still in hand becomes
+  // the victim. Precondition: no victim.
+  void place(std::uint64_t i1, std::uint64_t i2, std::uint32_t fp) noexcept {
+    table_.prefetch(i2);  // overlap the second miss with the first
+    // As in erase: choose the bucket branch-free, so the common case is a predictable branch.
+    if (table_.try_insert(table_.has_empty(i1) ? i1 : i2, fp)) return;
+    detail::CuckooPath<kSlots> path;
+    if (detail::find_cuckoo_path(table_, addressing_, i1, i2, path)) {
+      for (unsigned step = path.length - 1; step > 0; --step) {
+        const detail::CuckooPathStep& from = path.steps[step - 1];
+        table_.try_insert(path.steps[step].bucket, table_.exchange(from.bucket, from.slot, 0));
+      }
+      table_.try_insert(path.steps[0].bucket, fp);
+      return;
+    }
+    std::uint64_t bucket = next_random() & 1 ? i1 : i2;
     for (unsigned kick = 0; kick < options_.max_kicks; ++kick) {
       fp = table_.exchange(bucket, static_cast<unsigned>(next_random() % kSlots), fp);
       bucket = addressing_.alternate(bucket, fp);
@@ -318,10 +338,7 @@ class CuckooFilter {
     if (!victim_.used) return;
     const Victim parked = victim_;
     victim_.used = false;
-    if (!table_.try_insert(parked.bucket, parked.fp) &&
-        !table_.try_insert(addressing_.alternate(parked.bucket, parked.fp), parked.fp)) {
-      relocate(parked.bucket, parked.fp);
-    }
+    place(parked.bucket, addressing_.alternate(parked.bucket, parked.fp), parked.fp);
   }
 
   // Runs visit(i, location of keys[i]) in order, computing locations kPrefetchDistance keys

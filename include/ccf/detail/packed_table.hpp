@@ -75,6 +75,9 @@ class PackedTable {
     return found;
   }
 
+  // Empty slots hold fingerprint 0.
+  bool has_empty(std::size_t bucket) const noexcept { return contains(bucket, 0); }
+
   bool try_insert(std::size_t bucket, std::uint32_t fp) noexcept {
     for (unsigned g = 0; g < kGroups; ++g) {
       const std::uint64_t word = group(bucket, g);

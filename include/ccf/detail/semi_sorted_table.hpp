@@ -119,6 +119,9 @@ class SemiSortedTable {
     return Lanes::lanes_equal(lanes(load(bucket)), fp) != 0;
   }
 
+  // Empty slots hold fingerprint 0.
+  bool has_empty(std::size_t bucket) const noexcept { return contains(bucket, 0); }
+
   bool try_insert(std::size_t bucket, std::uint32_t fp) noexcept {
     return replace_first(bucket, 0, fp);
   }
