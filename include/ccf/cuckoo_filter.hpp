@@ -68,6 +68,28 @@ constexpr double default_max_load(unsigned slots) {
   return slots == 2 ? 0.85 : slots == 4 ? 0.94 : 0.97;
 }
 inline constexpr unsigned kMaxKicksLimit = 1u << 20;
+
+// Buckets for `capacity` items at the options' sizing load; throws std::invalid_argument for
+// bad parameters (shared by every filter over a table of this kind).
+template <class Table>
+std::uint64_t checked_bucket_count(std::size_t capacity, const FilterOptions& options) {
+  if (capacity == 0) throw std::invalid_argument("cuckoo filter capacity must be at least 1");
+  const double max_load =
+      options.max_load == 0 ? default_max_load(Table::kSlots) : options.max_load;
+  if (!(max_load > 0 && max_load <= 1)) {
+    throw std::invalid_argument("max_load must be in (0, 1]");
+  }
+  if (options.max_kicks > kMaxKicksLimit) {
+    throw std::invalid_argument("max_kicks must be at most " + std::to_string(kMaxKicksLimit));
+  }
+  const double buckets = std::ceil(static_cast<double>(capacity) / (max_load * Table::kSlots));
+  if (buckets * static_cast<double>(Table::payload_bytes(1)) >
+      static_cast<double>(kMaxTableBytes)) {
+    throw std::invalid_argument("cuckoo filter capacity " + std::to_string(capacity) +
+                                " needs more than the 64 TiB table limit");
+  }
+  return static_cast<std::uint64_t>(buckets);
+}
 }  // namespace detail
 
 template <class Table>
@@ -80,7 +102,7 @@ class CuckooFilter {
   // Throws std::invalid_argument for capacity 0 or too large for the 64 TiB table limit, a
   // max_load outside (0, 1], or max_kicks above 2^20.
   explicit CuckooFilter(std::size_t capacity, FilterOptions options = {})
-      : CuckooFilter(checked_bucket_count(capacity, options), capacity, options) {}
+      : CuckooFilter(detail::checked_bucket_count<Table>(capacity, options), capacity, options) {}
 
   CuckooFilter(CuckooFilter&&) noexcept = default;
   CuckooFilter& operator=(CuckooFilter&&) noexcept = default;
@@ -237,26 +259,6 @@ class CuckooFilter {
         requested_capacity_(capacity),
         rng_(options.seed | 1) {}
 
-  static std::uint64_t checked_bucket_count(std::size_t capacity, const FilterOptions& options) {
-    if (capacity == 0) throw std::invalid_argument("cuckoo filter capacity must be at least 1");
-    const double max_load =
-        options.max_load == 0 ? detail::default_max_load(kSlots) : options.max_load;
-    if (!(max_load > 0 && max_load <= 1)) {
-      throw std::invalid_argument("max_load must be in (0, 1]");
-    }
-    if (options.max_kicks > detail::kMaxKicksLimit) {
-      throw std::invalid_argument("max_kicks must be at most " +
-                                  std::to_string(detail::kMaxKicksLimit));
-    }
-    const double buckets = std::ceil(static_cast<double>(capacity) / (max_load * kSlots));
-    if (buckets * static_cast<double>(Table::payload_bytes(1)) >
-        static_cast<double>(detail::kMaxTableBytes)) {
-      throw std::invalid_argument("cuckoo filter capacity " + std::to_string(capacity) +
-                                  " needs more than the 64 TiB table limit");
-    }
-    return static_cast<std::uint64_t>(buckets);
-  }
-
   std::uint64_t seed() const noexcept { return options_.seed; }
 
   Location locate(std::uint64_t hash) const noexcept {
@@ -291,8 +293,7 @@ class CuckooFilter {
     table_.prefetch(at.alternate);  // overlap the second miss with the first
     // Pick the bucket without a branch (which of the two holds the item is a coin toss that a
     // branch predictor cannot learn); the branch below is then almost always taken.
-    const std::uint64_t bucket =
-        table_.contains(at.primary, at.fp) ? at.primary : at.alternate;
+    const std::uint64_t bucket = table_.contains(at.primary, at.fp) ? at.primary : at.alternate;
     if (table_.try_erase(bucket, at.fp)) {
       --items_;
       rehome_victim();

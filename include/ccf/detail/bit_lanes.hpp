@@ -36,6 +36,14 @@ struct BitLanes {
   static constexpr unsigned first_flagged_lane(std::uint64_t flags) noexcept {
     return static_cast<unsigned>(std::countr_zero(flags)) / Width;
   }
+  static constexpr std::uint32_t get(std::uint64_t word, unsigned lane) noexcept {
+    return static_cast<std::uint32_t>((word >> (lane * Width)) & kLaneMask);
+  }
+  static constexpr std::uint64_t set(std::uint64_t word, unsigned lane,
+                                     std::uint64_t value) noexcept {
+    const unsigned shift = lane * Width;
+    return (word & ~(kLaneMask << shift)) | value << shift;
+  }
 };
 
 // Unaligned little-endian 64-bit load/store (compiles to one mov on x86-64).

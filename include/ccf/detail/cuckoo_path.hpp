@@ -29,10 +29,16 @@
 
 namespace ccf::detail {
 
+// Deepest level searched by default: about 1000 buckets in all for every bucket size. The
+// concurrent filters search one level deeper (they have no random-walk fallback).
 template <unsigned Slots>
+constexpr unsigned kDefaultPathDepth = Slots == 2   ? 8
+                                       : Slots == 4 ? 4
+                                                    : 3;
+
+template <unsigned Slots, unsigned MaxDepth>
 struct CuckooPathLimits {
-  // Deepest level searched: about 1000 buckets in all for every bucket size.
-  static constexpr unsigned kMaxDepth = Slots == 2 ? 8 : Slots == 4 ? 4 : 3;
+  static constexpr unsigned kMaxDepth = MaxDepth;
   static constexpr std::size_t nodes() {
     std::size_t level = 2, total = 0;
     for (unsigned depth = 0; depth <= kMaxDepth; ++depth, level *= Slots) total += level;
@@ -43,32 +49,37 @@ struct CuckooPathLimits {
 
 struct CuckooPathStep {
   std::uint64_t bucket;
-  unsigned slot;  // slot whose fingerprint moves to the next step's bucket (unused on the last)
+  // The slot whose fingerprint moves to the next step's bucket, and that fingerprint as the
+  // search saw it (concurrent filters re-validate it). Unused on the last step.
+  unsigned slot;
+  std::uint32_t fp;
 };
 
-template <unsigned Slots>
+template <unsigned Slots, unsigned MaxDepth = kDefaultPathDepth<Slots>>
 struct CuckooPath {
+  static constexpr unsigned kMaxDepth = MaxDepth;
   // steps[0].bucket is i1 or i2; steps[length - 1].bucket has an empty slot.
-  std::array<CuckooPathStep, CuckooPathLimits<Slots>::kMaxDepth + 1> steps;
+  std::array<CuckooPathStep, MaxDepth + 1> steps;
   unsigned length = 0;
 };
 
 // Returns true and fills `path` if some bucket within kMaxDepth displacements of i1 or i2 has
 // an empty slot.
-template <class Table, class Addressing>
+template <class Table, class Addressing, unsigned MaxDepth>
 bool find_cuckoo_path(const Table& table, const Addressing& addressing, std::uint64_t i1,
-                      std::uint64_t i2, CuckooPath<Table::kSlots>& path) {
-  using Limits = CuckooPathLimits<Table::kSlots>;
+                      std::uint64_t i2, CuckooPath<Table::kSlots, MaxDepth>& path) {
+  using Limits = CuckooPathLimits<Table::kSlots, MaxDepth>;
   struct Node {
     std::uint64_t bucket;
     std::int32_t parent;  // index into nodes, -1 for a root
-    std::uint8_t slot;    // slot of the parent whose fingerprint leads here
+    std::uint32_t fp;     // the parent's fingerprint that leads here
+    std::uint8_t slot;    // the parent's slot holding it
     std::uint8_t depth;
   };
   std::array<Node, Limits::kMaxNodes> nodes;
   std::size_t count = 0;
-  nodes[count++] = {i1, -1, 0, 0};
-  if (i2 != i1) nodes[count++] = {i2, -1, 0, 0};
+  nodes[count++] = {i1, -1, 0, 0, 0};
+  if (i2 != i1) nodes[count++] = {i2, -1, 0, 0, 0};
 
   const auto on_chain = [&](std::int32_t index, std::uint64_t bucket) {
     for (; index >= 0; index = nodes[index].parent) {
@@ -88,7 +99,7 @@ bool find_cuckoo_path(const Table& table, const Addressing& addressing, std::uin
         const std::uint64_t child = addressing.alternate(nodes[n].bucket, fp);
         if (on_chain(static_cast<std::int32_t>(n), child)) continue;
         table.prefetch(child);
-        nodes[count++] = {child, static_cast<std::int32_t>(n), static_cast<std::uint8_t>(slot),
+        nodes[count++] = {child, static_cast<std::int32_t>(n), fp, static_cast<std::uint8_t>(slot),
                           static_cast<std::uint8_t>(depth)};
       }
     }
@@ -99,7 +110,10 @@ bool find_cuckoo_path(const Table& table, const Addressing& addressing, std::uin
       for (std::int32_t at = static_cast<std::int32_t>(n); at >= 0; at = nodes[at].parent) {
         const unsigned step = nodes[at].depth;
         path.steps[step].bucket = nodes[at].bucket;
-        if (step > 0) path.steps[step - 1].slot = nodes[at].slot;
+        if (step > 0) {
+          path.steps[step - 1].slot = nodes[at].slot;
+          path.steps[step - 1].fp = nodes[at].fp;
+        }
       }
       return true;
     }

@@ -95,8 +95,7 @@ class PackedTable {
     for (unsigned g = 0; g < kGroups; ++g) {
       const std::uint64_t word = group(bucket, g);
       if (const std::uint64_t match = Lanes::lanes_equal(word, fp)) {
-        const unsigned lane = Lanes::first_flagged_lane(match);
-        set_group(bucket, g, word & ~(Lanes::kLaneMask << (lane * FpBits)));
+        set_group(bucket, g, Lanes::set(word, Lanes::first_flagged_lane(match), 0));
         return true;
       }
     }
@@ -104,17 +103,15 @@ class PackedTable {
   }
 
   std::uint32_t read(std::size_t bucket, unsigned slot) const noexcept {
-    const unsigned shift = (slot % kGroupLanes) * FpBits;
-    return static_cast<std::uint32_t>((group(bucket, slot / kGroupLanes) >> shift) & kFpMask);
+    return Lanes::get(group(bucket, slot / kGroupLanes), slot % kGroupLanes);
   }
 
   // Stores `fp` in `slot` and returns what was there (the cuckoo "kick").
   std::uint32_t exchange(std::size_t bucket, unsigned slot, std::uint32_t fp) noexcept {
     const unsigned g = slot / kGroupLanes;
-    const unsigned shift = (slot % kGroupLanes) * FpBits;
     const std::uint64_t word = group(bucket, g);
-    set_group(bucket, g, (word & ~(Lanes::kLaneMask << shift)) | std::uint64_t{fp} << shift);
-    return static_cast<std::uint32_t>((word >> shift) & kFpMask);
+    set_group(bucket, g, Lanes::set(word, slot % kGroupLanes, fp));
+    return Lanes::get(word, slot % kGroupLanes);
   }
 
   std::span<const std::byte> payload() const noexcept {

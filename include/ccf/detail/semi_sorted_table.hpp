@@ -130,15 +130,13 @@ class SemiSortedTable {
   }
 
   std::uint32_t read(std::size_t bucket, unsigned slot) const noexcept {
-    return static_cast<std::uint32_t>((lanes(load(bucket)) >> (slot * 16)) & 0xffff);
+    return Lanes::get(lanes(load(bucket)), slot);
   }
 
   std::uint32_t exchange(std::size_t bucket, unsigned slot, std::uint32_t fp) noexcept {
-    std::uint64_t fps = lanes(load(bucket));
-    const auto old = static_cast<std::uint32_t>((fps >> (slot * 16)) & 0xffff);
-    fps = (fps & ~(std::uint64_t{0xffff} << (slot * 16))) | std::uint64_t{fp} << (slot * 16);
-    store(bucket, pack(fps));
-    return old;
+    const std::uint64_t fps = lanes(load(bucket));
+    store(bucket, pack(Lanes::set(fps, slot, fp)));
+    return Lanes::get(fps, slot);
   }
 
   std::span<const std::byte> payload() const noexcept {
@@ -158,7 +156,7 @@ class SemiSortedTable {
       const std::uint64_t bits = load(bucket);
       if ((bits & kCodeMask) >= detail::NibbleCodec::kCodes) return std::nullopt;
       const std::uint64_t fps = lanes(bits);
-      for (unsigned k = 0; k < 4; ++k) occupied += ((fps >> (16 * k)) & 0xffff) != 0;
+      for (unsigned k = 0; k < 4; ++k) occupied += Lanes::get(fps, k) != 0;
     }
     return occupied;
   }
@@ -208,12 +206,10 @@ class SemiSortedTable {
   }
 
   bool replace_first(std::size_t bucket, std::uint32_t from, std::uint32_t to) noexcept {
-    std::uint64_t fps = lanes(load(bucket));
+    const std::uint64_t fps = lanes(load(bucket));
     const std::uint64_t match = Lanes::lanes_equal(fps, from);
     if (match == 0) return false;
-    const unsigned shift = Lanes::first_flagged_lane(match) * 16;
-    fps = (fps & ~(std::uint64_t{0xffff} << shift)) | std::uint64_t{to} << shift;
-    store(bucket, pack(fps));
+    store(bucket, pack(Lanes::set(fps, Lanes::first_flagged_lane(match), to)));
     return true;
   }
 

@@ -1,0 +1,220 @@
+// The striped concurrent cuckoo filter: sequential behaviour, stress with invariant checks
+// (also oversubscribed: 8 and 16 threads on 2 cores), near-full churn, and linearizability of
+// small concurrent histories.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "ccf/concurrent/striped_cuckoo_filter.hpp"
+#include "linearizability.hpp"
+#include "sanitizer_scale.hpp"
+#include "test_keys.hpp"
+
+namespace {
+
+using ccf::ReadMode;
+using ccf::Status;
+using ccf::testing::member_keys;
+
+template <class Filter>
+class StripedFilter : public ::testing::Test {};
+using Filters = ::testing::Types<ccf::StripedCuckooFilter<12, 4, ReadMode::kOptimistic>,
+                                 ccf::StripedCuckooFilter<16, 4, ReadMode::kOptimistic>,
+                                 ccf::StripedCuckooFilter<16, 4, ReadMode::kLocking>,
+                                 ccf::StripedCuckooFilter<8, 8, ReadMode::kOptimistic>>;
+TYPED_TEST_SUITE(StripedFilter, Filters);
+
+TYPED_TEST(StripedFilter, FillsAsFullAsTheSequentialFilterWithoutFalseNegatives) {
+  const std::size_t capacity = ccf::testing::scaled<std::size_t>(1 << 20, 16);
+  TypeParam filter(capacity);
+  const auto keys = member_keys(2 * capacity, 21);
+  std::size_t stored = 0;
+  while (filter.insert(keys[stored]) == Status::kOk) ++stored;
+  EXPECT_GE(filter.load_factor(), 0.95) << filter.shape();
+  EXPECT_EQ(filter.size(), stored);
+  // Without a victim slot, kFull is per item: other items may still find room. A kFull
+  // changes nothing; every kOk item is found.
+  std::vector<std::uint64_t> in_filter(keys.begin(), keys.begin() + static_cast<long>(stored));
+  std::size_t refused = 1;
+  for (std::size_t i = stored + 1; i < stored + capacity / 50; ++i) {
+    const std::size_t before = filter.size();
+    if (filter.insert(keys[i]) == Status::kOk) {
+      ASSERT_EQ(filter.size(), before + 1);
+      in_filter.push_back(keys[i]);
+    } else {
+      ASSERT_EQ(filter.size(), before);
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, capacity / 1000);  // the table really is full
+  stored = in_filter.size();
+  std::size_t missing = 0;
+  for (const auto key : in_filter) missing += !filter.contains(key);
+  EXPECT_EQ(missing, 0u);
+  for (std::size_t i = 0; i < stored; i += 3) ASSERT_EQ(filter.erase(in_filter[i]), Status::kOk);
+  for (std::size_t i = 0; i < stored; ++i) {
+    if (i % 3 != 0) {
+      ASSERT_TRUE(filter.contains(in_filter[i])) << i;
+    }
+  }
+}
+
+// Readers continuously look up a resident set (inserted first, never erased) while writers
+// insert and erase their own disjoint keys. Invariants: no resident key is ever missed; at the
+// end every key a writer left inserted is present, and size() is exact.
+template <class Filter>
+void churn(unsigned readers, unsigned writers, double fill, std::size_t capacity, int rounds) {
+  Filter filter(capacity);
+  // Half of the target fill is resident; the writers' key pools are the other half.
+  const auto half = static_cast<std::size_t>(fill * static_cast<double>(capacity) * 0.5);
+  const auto resident = member_keys(half, 31);
+  for (const auto key : resident) ASSERT_EQ(filter.insert(key), Status::kOk);
+  const std::size_t per_writer = half / writers;
+
+  std::atomic<std::uint64_t> misses{0}, lookups{0};
+  std::atomic<unsigned> writers_done{0};
+  std::vector<std::vector<std::uint64_t>> left_in(writers);
+  std::barrier start(readers + writers);
+  std::vector<std::jthread> threads;
+  for (unsigned w = 0; w < writers; ++w) {
+    threads.emplace_back([&, w] {
+      // Writer w owns keys mix64(2i, 1000 + w): disjoint from every other writer and readers.
+      const auto mine = member_keys(per_writer, 1000 + w);
+      std::vector<bool> present(per_writer, false);
+      std::mt19937_64 rng(w);
+      start.arrive_and_wait();
+      for (int op = 0; op < rounds; ++op) {
+        const std::size_t i = rng() % per_writer;
+        if (present[i]) {
+          ASSERT_EQ(filter.erase(mine[i]), Status::kOk);
+          present[i] = false;
+        } else if (filter.insert(mine[i]) == Status::kOk) {
+          present[i] = true;
+        }
+      }
+      for (std::size_t i = 0; i < per_writer; ++i) {
+        if (present[i]) left_in[w].push_back(mine[i]);
+      }
+      writers_done.fetch_add(1);
+    });
+  }
+  for (unsigned r = 0; r < readers; ++r) {
+    threads.emplace_back([&, r] {
+      std::size_t i = r;
+      std::uint64_t local_misses = 0, local_lookups = 0;
+      start.arrive_and_wait();
+      // Until every writer has finished, and at least one full pass over the resident set.
+      while (writers_done.load() < writers || local_lookups < resident.size()) {
+        local_misses += !filter.contains(resident[i]);
+        ++local_lookups;
+        i = (i + 7919) % resident.size();
+      }
+      misses += local_misses;
+      lookups += local_lookups;
+    });
+  }
+  threads.clear();
+  EXPECT_EQ(misses.load(), 0u) << "false negatives among " << lookups.load() << " lookups";
+  std::size_t expected_size = resident.size();
+  for (const auto& keys : left_in) {
+    expected_size += keys.size();
+    for (const auto key : keys) ASSERT_TRUE(filter.contains(key));
+  }
+  for (const auto key : resident) ASSERT_TRUE(filter.contains(key));
+  EXPECT_EQ(filter.size(), expected_size);
+}
+
+constexpr int kRounds = ccf::testing::scaled(1'000'000, 20);
+
+using Optimistic = ccf::StripedCuckooFilter<12, 4, ReadMode::kOptimistic>;
+using Locking = ccf::StripedCuckooFilter<16, 4, ReadMode::kLocking>;
+
+TEST(StripedChurn, TwoReadersTwoWriters) {
+  churn<Optimistic>(2, 2, 0.6, 1 << 16, kRounds);
+}
+TEST(StripedChurn, NearFullTable) {
+  churn<Optimistic>(2, 2, 0.93, 1 << 14, kRounds);
+}
+TEST(StripedChurn, EightThreadsOnTwoCores) {
+  churn<Optimistic>(4, 4, 0.9, 1 << 14, kRounds / 2);
+}
+TEST(StripedChurn, SixteenThreadsOnTwoCores) {
+  churn<Optimistic>(8, 8, 0.9, 1 << 14, kRounds / 4);
+}
+TEST(StripedChurn, LockingReadsSixteenThreads) {
+  churn<Locking>(8, 8, 0.9, 1 << 14, kRounds / 4);
+}
+
+// Many short rounds: 3 threads x 4 random operations on 3 keys, each history checked.
+TEST(StripedLinearizability, SmallHistoriesAreLinearizable) {
+  using ccf::testing::HistoryClock;
+  using ccf::testing::Operation;
+  using ccf::testing::OpKind;
+  constexpr int kKeys = 3, kThreads = 3, kOpsPerThread = 4;
+  constexpr int kHistories = ccf::testing::scaled(3000, 5);
+  // A tiny table (so the keys share stripes and moves happen); keys whose fingerprints do not
+  // collide with each other, so the filter must answer exactly.
+  const std::uint64_t keys[kKeys] = {11, 22, 33};
+  for (int round = 0; round < kHistories; ++round) {
+    Optimistic filter(64);
+    HistoryClock clock;
+    std::vector<std::vector<Operation>> logs(kThreads);
+    std::barrier start(kThreads);
+    {
+      std::vector<std::jthread> threads;
+      for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+          std::mt19937 rng(static_cast<unsigned>(round * kThreads + t));
+          start.arrive_and_wait();
+          for (int i = 0; i < kOpsPerThread; ++i) {
+            Operation op{static_cast<OpKind>(rng() % 3), static_cast<int>(rng() % kKeys), false, 0,
+                         0};
+            const std::uint64_t key = keys[op.key];
+            op.invoked = clock.tick();
+            switch (op.kind) {
+              case OpKind::kInsert:
+                op.result = filter.insert(key) == Status::kOk;
+                break;
+              case OpKind::kErase:
+                op.result = filter.erase(key) == Status::kOk;
+                break;
+              case OpKind::kContains:
+                op.result = filter.contains(key);
+                break;
+            }
+            op.responded = clock.tick();
+            logs[static_cast<std::size_t>(t)].push_back(op);
+          }
+        });
+      }
+    }
+    std::vector<Operation> history;
+    for (const auto& log : logs) history.insert(history.end(), log.begin(), log.end());
+    ASSERT_TRUE(ccf::testing::linearizable(history, ccf::testing::MultisetModel(kKeys)))
+        << "round " << round;
+  }
+}
+
+TEST(StripedLinearizability, CheckerRejectsANonLinearizableHistory) {
+  using ccf::testing::Operation;
+  using ccf::testing::OpKind;
+  // insert(0) completes, then a later contains(0) says absent: impossible.
+  const std::vector<Operation> bad = {{OpKind::kInsert, 0, true, 0, 1},
+                                      {OpKind::kContains, 0, false, 2, 3}};
+  EXPECT_FALSE(ccf::testing::linearizable(bad, ccf::testing::MultisetModel(1)));
+  // Overlapping: the contains may linearize before the insert.
+  const std::vector<Operation> ok = {{OpKind::kInsert, 0, true, 0, 3},
+                                     {OpKind::kContains, 0, false, 1, 2}};
+  EXPECT_TRUE(ccf::testing::linearizable(ok, ccf::testing::MultisetModel(1)));
+}
+
+TEST(StripedFilter, BadParametersAreRejected) {
+  EXPECT_THROW(Optimistic(0), std::invalid_argument);
+  EXPECT_THROW(Optimistic(100, {.max_load = 2}), std::invalid_argument);
+}
+
+}  // namespace
