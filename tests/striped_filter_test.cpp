@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <barrier>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -217,4 +218,24 @@ TEST(StripedFilter, BadParametersAreRejected) {
   EXPECT_THROW(Optimistic(100, {.max_load = 2}), std::invalid_argument);
 }
 
+}  // namespace
+
+namespace {
+TEST(StripedFilter, BatchedLookupsAgreeWithSingleOnes) {
+  Optimistic filter(100'000);
+  const auto keys = ccf::testing::member_keys(200'000, 5);
+  for (std::size_t i = 0; i < 90'000; ++i) ASSERT_EQ(filter.insert(keys[i]), Status::kOk);
+  auto out = std::make_unique<bool[]>(keys.size());
+  const std::size_t hits =
+      filter.contains_many(std::span<const std::uint64_t>(keys), std::span(out.get(), keys.size()));
+  std::size_t expected = 0;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_EQ(out[i], filter.contains(keys[i])) << i;
+    if (i < 90'000) {
+      ASSERT_TRUE(out[i]);
+    }
+    expected += out[i];
+  }
+  EXPECT_EQ(hits, expected);
+}
 }  // namespace

@@ -48,6 +48,7 @@
 #include "ccf/detail/filter_format.hpp"
 #include "ccf/detail/packed_table.hpp"
 #include "ccf/detail/semi_sorted_table.hpp"
+#include "ccf/detail/software_pipeline.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 
@@ -342,25 +343,19 @@ class CuckooFilter {
     place(parked.bucket, addressing_.alternate(parked.bucket, parked.fp), parked.fp);
   }
 
-  // Runs visit(i, location of keys[i]) in order, computing locations kPrefetchDistance keys
-  // ahead and prefetching both their buckets. Stops early when visit returns false.
+  // Runs visit(i, location of keys[i]) in order, hashing keys and prefetching both their
+  // buckets 16 keys ahead (detail/software_pipeline.hpp). Stops when visit returns false.
   template <class Key, class Visit>
   void pipelined(std::span<const Key> keys, Visit&& visit) const {
-    constexpr std::size_t kPrefetchDistance = 16;  // power of two; ~32 lines in flight
-    Location ring[kPrefetchDistance];
-    const auto stage = [&](std::size_t i) {
-      const Location at = locate(hash_key(keys[i], seed()));
-      table_.prefetch(at.primary);
-      table_.prefetch(at.alternate);
-      ring[i % kPrefetchDistance] = at;
-    };
-    const std::size_t n = keys.size();
-    for (std::size_t i = 0; i < std::min(n, kPrefetchDistance); ++i) stage(i);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Location at = ring[i % kPrefetchDistance];
-      if (i + kPrefetchDistance < n) stage(i + kPrefetchDistance);
-      if (!visit(i, at)) return;
-    }
+    detail::software_pipeline(
+        keys.size(),
+        [&](std::size_t i) {
+          const Location at = locate(hash_key(keys[i], seed()));
+          table_.prefetch(at.primary);
+          table_.prefetch(at.alternate);
+          return at;
+        },
+        visit);
   }
 
   std::uint64_t next_random() noexcept {  // xorshift64*

@@ -62,6 +62,7 @@
 #include <cstdint>
 #include <memory>
 #include <ostream>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -70,6 +71,7 @@
 #include "ccf/detail/addressing.hpp"
 #include "ccf/detail/atomic_packed_table.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
+#include "ccf/detail/software_pipeline.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 
@@ -100,6 +102,30 @@ class StripedCuckooFilter {
   bool contains(std::string_view key) const noexcept { return contains_hash(hash_key(key, seed_)); }
   Status erase(std::uint64_t key) noexcept { return erase_hash(hash_key(key, seed_)); }
   Status erase(std::string_view key) noexcept { return erase_hash(hash_key(key, seed_)); }
+
+  // out[i] = contains(keys[i]) (each lookup linearizable on its own); returns the hits. Hashes
+  // and prefetches buckets and stripes 16 keys ahead.
+  template <class Key>
+  std::size_t contains_many(std::span<const Key> keys, std::span<bool> out) const {
+    if (out.size() < keys.size()) throw std::invalid_argument("contains_many: output too short");
+    std::size_t hits = 0;
+    detail::software_pipeline(
+        keys.size(),
+        [&](std::size_t i) {
+          const Location at = locate(hash_key(keys[i], seed_));
+          table_.prefetch(at.primary);
+          table_.prefetch(at.alternate);
+          __builtin_prefetch(&stripe_of(at.primary));
+          __builtin_prefetch(&stripe_of(at.alternate));
+          return at;
+        },
+        [&](std::size_t i, const Location& at) {
+          out[i] = probe(at);
+          hits += out[i];
+          return true;
+        });
+    return hits;
+  }
 
   // Exact when no operation is in flight; otherwise a value the count had recently.
   std::size_t size() const noexcept {
@@ -207,6 +233,10 @@ class StripedCuckooFilter {
   bool contains_hash(std::uint64_t hash) const noexcept {
     const Location at = locate(hash);
     table_.prefetch(at.alternate);
+    return probe(at);
+  }
+
+  bool probe(const Location& at) const noexcept {
     if constexpr (Reads == ReadMode::kLocking) {
       StripeGuard guard(*this, at.primary, at.alternate);
       return table_.contains(at.primary, at.fp) | table_.contains(at.alternate, at.fp);

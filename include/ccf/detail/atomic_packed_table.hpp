@@ -58,14 +58,24 @@ class AtomicPackedTable {
   }
 
   // The bucket's bits. Acquire pairs with a writer's release store() (see the header).
+  // Branch-free: the second load is of the word holding the bucket's LAST bit, which is the
+  // first word again unless the bucket straddles two (a branch on that would mispredict a
+  // quarter of the time and flush the lookahead that overlaps consecutive lookups' misses).
   std::uint64_t load(std::size_t bucket) const noexcept {
+    // One read of the base pointer: after an acquire load the compiler would otherwise reload
+    // it from *this before the next load.
+    const std::uint64_t* const words = base();
     const std::size_t bit = bucket * kBucketBits;
     const unsigned shift = bit % 64;
-    std::uint64_t value = word(bit / 64).load(std::memory_order_acquire) >> shift;
-    if (shift + kBucketBits > 64) {
-      value |= word(bit / 64 + 1).load(std::memory_order_acquire) << (64 - shift);
+    const std::uint64_t low = atomic_word(words, bit / 64).load(std::memory_order_acquire);
+    if constexpr (64 % kBucketBits == 0) {
+      return (low >> shift) & Lanes::kAllMask;  // buckets never straddle words
+    } else {
+      const std::uint64_t high =
+          atomic_word(words, (bit + kBucketBits - 1) / 64).load(std::memory_order_acquire);
+      // (high << 1) << (63 - shift) is high << (64 - shift), defined for shift = 0 too.
+      return ((low >> shift) | ((high << 1) << (63 - shift))) & Lanes::kAllMask;
     }
-    return value & Lanes::kAllMask;
   }
 
   // Replaces the bucket's bits `from` (as loaded, unchanged since: the caller holds the
@@ -74,9 +84,10 @@ class AtomicPackedTable {
     const std::uint64_t flip = from ^ to;
     const std::size_t bit = bucket * kBucketBits;
     const unsigned shift = bit % 64;
-    word(bit / 64).fetch_xor(flip << shift, std::memory_order_release);
+    std::uint64_t* const words = base();
+    atomic_word(words, bit / 64).fetch_xor(flip << shift, std::memory_order_release);
     if (shift + kBucketBits > 64) {
-      word(bit / 64 + 1).fetch_xor(flip >> (64 - shift), std::memory_order_release);
+      atomic_word(words, bit / 64 + 1).fetch_xor(flip >> (64 - shift), std::memory_order_release);
     }
   }
 
@@ -132,10 +143,14 @@ class AtomicPackedTable {
     return true;
   }
 
-  // The storage is 2 MiB or page aligned: every 8-byte word is aligned for atomic_ref.
-  std::atomic_ref<std::uint64_t> word(std::size_t index) const noexcept {
-    return std::atomic_ref<std::uint64_t>(
-        reinterpret_cast<std::uint64_t*>(const_cast<std::byte*>(storage_.data()))[index]);
+  // The storage is 2 MiB or page aligned: every 8-byte word is aligned for atomic_ref. (An
+  // atomic_ref cannot refer to const, hence the const_cast; loads never write.)
+  std::uint64_t* base() const noexcept {
+    return reinterpret_cast<std::uint64_t*>(const_cast<std::byte*>(storage_.data()));
+  }
+  static std::atomic_ref<std::uint64_t> atomic_word(const std::uint64_t* words,
+                                                    std::size_t index) noexcept {
+    return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t*>(words)[index]);
   }
 
   std::size_t buckets_;

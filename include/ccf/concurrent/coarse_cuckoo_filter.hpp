@@ -1,0 +1,90 @@
+// CoarseCuckooFilter: the sequential cuckoo filter behind one synchronization policy for the
+// whole table (SPEC §2, the "coarse" design of the thesis's CCF).
+//
+//   lookups          policy.read(...)   -- mode 0 (shared / speculative read)
+//   inserts, erases  policy.write(...)  -- mode 1 (exclusive / speculative write)
+//
+// The policy is any of ccf/sync/htm.hpp: LockOnly<Lock> with a spin or reader-writer lock
+// (TAS, TTAS, MCS, CLH; ccf-global-*), or an elision policy over a lock (RetryElision,
+// SlrElision, ScmElision, MixElision; ccf-rtm-*), which runs each operation as an Intel RTM
+// transaction where the CPU has RTM and falls back to the lock where it has not (then
+// speculative() is false, and benchmarks say so).
+//
+// Because the filter inside is the sequential one, the coarse filter has exactly its
+// properties: same memory (plus the lock), same load factor (>= 95% at b = 4), the victim slot,
+// the same file format. Progress: blocking (the policy's lock); with RTM, operations that do
+// not conflict run in parallel.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <istream>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "ccf/cuckoo_filter.hpp"
+
+namespace ccf {
+
+template <class Table, class Sync>
+class CoarseCuckooFilter {
+ public:
+  using filter_type = CuckooFilter<Table>;
+  using sync_type = Sync;
+  static constexpr unsigned kFpBits = Table::kFpBits;
+  static constexpr unsigned kSlots = Table::kSlots;
+
+  explicit CoarseCuckooFilter(std::size_t capacity, FilterOptions options = {})
+      : filter_(capacity, options) {}
+
+  Status insert(std::uint64_t key) {
+    return sync_.write([&] { return filter_.insert(key); });
+  }
+  Status insert(std::string_view key) {
+    return sync_.write([&] { return filter_.insert(key); });
+  }
+  bool contains(std::uint64_t key) const {
+    return sync_.read([&] { return filter_.contains(key); });
+  }
+  bool contains(std::string_view key) const {
+    return sync_.read([&] { return filter_.contains(key); });
+  }
+  Status erase(std::uint64_t key) {
+    return sync_.write([&] { return filter_.erase(key); });
+  }
+  Status erase(std::string_view key) {
+    return sync_.write([&] { return filter_.erase(key); });
+  }
+
+  std::size_t size() const {
+    return sync_.read([&] { return filter_.size(); });
+  }
+  std::size_t capacity() const noexcept { return filter_.capacity(); }
+  double load_factor() const {
+    return sync_.read([&] { return filter_.load_factor(); });
+  }
+  double bits_per_item() const {
+    return sync_.read([&] { return filter_.bits_per_item(); });
+  }
+  std::size_t memory_bytes() const noexcept { return filter_.memory_bytes() + sizeof(Sync); }
+  std::string shape() const { return "coarse " + filter_.shape(); }
+
+  // True when operations run as hardware transactions (RTM present and the policy elides).
+  bool speculative() const noexcept { return sync_.speculative(); }
+  Sync& sync() noexcept { return sync_; }
+
+  void save(std::ostream& out) const {
+    sync_.read([&] { filter_.save(out); });
+  }
+  // Strong guarantee, as CuckooFilter::load.
+  void load(std::istream& in) {
+    sync_.write([&] { filter_.load(in); });
+  }
+
+ private:
+  filter_type filter_;
+  mutable Sync sync_;
+};
+
+}  // namespace ccf
