@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ccf/any_cuckoo_filter.hpp"
+#include "filter_shapes.hpp"
 #include "test_keys.hpp"
 
 namespace {
@@ -27,17 +28,7 @@ constexpr std::size_t kMillion = 1'000'000;
 template <class Filter>
 class EveryShape : public ::testing::Test {};
 
-using Filters =
-    ::testing::Types<CuckooFilter<PackedTable<4, 2>>, CuckooFilter<PackedTable<4, 4>>,
-                     CuckooFilter<PackedTable<4, 8>>, CuckooFilter<PackedTable<8, 2>>,
-                     CuckooFilter<PackedTable<8, 4>>, CuckooFilter<PackedTable<8, 8>>,
-                     CuckooFilter<PackedTable<12, 2>>, CuckooFilter<PackedTable<12, 4>>,
-                     CuckooFilter<PackedTable<12, 8>>, CuckooFilter<PackedTable<16, 2>>,
-                     CuckooFilter<PackedTable<16, 4>>, CuckooFilter<PackedTable<16, 8>>,
-                     CuckooFilter<PackedTable<32, 2>>, CuckooFilter<PackedTable<32, 4>>,
-                     CuckooFilter<PackedTable<32, 8>>, CuckooFilter<SemiSortedTable<8>>,
-                     CuckooFilter<SemiSortedTable<12>>, CuckooFilter<SemiSortedTable<16>>>;
-TYPED_TEST_SUITE(EveryShape, Filters);
+TYPED_TEST_SUITE(EveryShape, ccf::testing::AllFilterShapes);
 
 // Inserts keys until the first kFull; returns how many were stored.
 template <class Filter>

@@ -9,6 +9,7 @@
 
 #include "ccf/any_cuckoo_filter.hpp"
 #include "ccf/cuckoo_filter.hpp"
+#include "filter_shapes.hpp"
 #include "test_keys.hpp"
 
 namespace {
@@ -37,12 +38,7 @@ std::string saved(const Filter& filter) {
 
 template <class Filter>
 class RoundTrip : public ::testing::Test {};
-using Filters =
-    ::testing::Types<CuckooFilter<PackedTable<8, 2>>, CuckooFilter<PackedTable<12, 4>>,
-                     CuckooFilter<PackedTable<16, 8>>, CuckooFilter<PackedTable<32, 4>>,
-                     CuckooFilter<SemiSortedTable<8>>, CuckooFilter<SemiSortedTable<12>>,
-                     CuckooFilter<SemiSortedTable<16>>>;
-TYPED_TEST_SUITE(RoundTrip, Filters);
+TYPED_TEST_SUITE(RoundTrip, ccf::testing::AllFilterShapes);
 
 TYPED_TEST(RoundTrip, FullFilterWithVictimSurvivesSaveAndLoad) {
   TypeParam original(1'000'000, {.seed = 77});
@@ -64,10 +60,13 @@ TYPED_TEST(RoundTrip, FullFilterWithVictimSurvivesSaveAndLoad) {
   EXPECT_EQ(missing, 0u);
   EXPECT_EQ(saved(loaded), bytes);  // bit-identical
 
-  // The loaded filter keeps working: erase frees room, the victim goes home.
-  ASSERT_EQ(loaded.erase(keys[0]), Status::kOk);
+  // The loaded filter keeps working: erases free room and the victim goes home (with tiny
+  // fingerprints the first freed slot may not be reachable from the victim's buckets).
+  std::size_t erased = 0;
+  while (loaded.victim_used() && erased < stored)
+    ASSERT_EQ(loaded.erase(keys[erased++]), Status::kOk);
   EXPECT_FALSE(loaded.victim_used());
-  for (std::size_t i = 1; i < stored; ++i) ASSERT_TRUE(loaded.contains(keys[i])) << i;
+  for (std::size_t i = erased; i < stored; ++i) ASSERT_TRUE(loaded.contains(keys[i])) << i;
 }
 
 TEST(AnyCuckooFilterLoad, ReadsAFileOfAnyShape) {

@@ -1,0 +1,491 @@
+// Kcas (lockfree/kcas.hpp): sequential semantics, payload fields, money transfer with a
+// conserved total under 2 / 8 / 16 threads (oversubscribed on small machines), the stall test
+// (a thread frozen inside its K-CAS while others complete thousands of operations), descriptor
+// reclamation, and a happens-before edge that ThreadSanitizer checks.
+#include "ccf/lockfree/kcas.hpp"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <latch>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+namespace {
+
+using ccf::lockfree::Kcas;
+using ccf::lockfree::KcasEntry;
+using ccf::lockfree::KcasField;
+using ccf::lockfree::KcasHookEvent;
+using ccf::lockfree::KcasHookPoint;
+using ccf::lockfree::KcasStats;
+using ccf::lockfree::KcasStatus;
+using ccf::lockfree::KcasWord;
+
+using CountingKcas = Kcas<4, KcasStats>;
+
+// ---------------------------------------------------------------------------------------------
+// Sequential semantics
+
+TEST(KcasSequential, ReadAndSingleWordCas) {
+  CountingKcas kcas;
+  KcasWord word(7);
+  EXPECT_EQ(kcas.read(word), 7U);
+  EXPECT_FALSE(kcas.cas(word, 8, 9));
+  EXPECT_EQ(kcas.read(word), 7U);
+  EXPECT_TRUE(kcas.cas(word, 7, KcasWord::kPayloadMask));
+  EXPECT_EQ(kcas.read(word), KcasWord::kPayloadMask);
+  EXPECT_TRUE(word.is_settled());
+}
+
+TEST(KcasSequential, SuccessChangesEveryWord) {
+  CountingKcas kcas;
+  std::array<KcasWord, 3> w{};
+  // Entries in descending address order: the K-CAS sorts them itself.
+  EXPECT_TRUE(kcas.compare_exchange({{&w[2], 0, 30}, {&w[1], 0, 20}, {&w[0], 0, 10}}));
+  EXPECT_EQ(kcas.read(w[0]), 10U);
+  EXPECT_EQ(kcas.read(w[1]), 20U);
+  EXPECT_EQ(kcas.read(w[2]), 30U);
+  EXPECT_EQ(kcas.stats().kcas_successes.load(), 1U);
+}
+
+TEST(KcasSequential, AnyMismatchChangesNothing) {
+  for (std::size_t wrong = 0; wrong < 3; ++wrong) {
+    CountingKcas kcas;
+    std::array<KcasWord, 3> w{};
+    ASSERT_TRUE(kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 2}, {&w[2], 0, 3}}));
+    std::array<KcasEntry, 3> entries{{{&w[0], 1, 100}, {&w[1], 2, 200}, {&w[2], 3, 300}}};
+    entries[wrong].expected = 99;
+    EXPECT_FALSE(kcas.compare_exchange(entries)) << "mismatch at word " << wrong;
+    EXPECT_EQ(kcas.read(w[0]), 1U);
+    EXPECT_EQ(kcas.read(w[1]), 2U);
+    EXPECT_EQ(kcas.read(w[2]), 3U);
+  }
+}
+
+// Changes word 2 between the pre-read and the install, from inside the hook.
+struct Interfere {
+  static constexpr bool kEnabled = true;
+  Kcas<4, KcasStats, Interfere>* kcas = nullptr;
+  KcasWord* target = nullptr;
+  void operator()(const KcasHookEvent& event) {
+    if (event.point == KcasHookPoint::kAfterInstall && event.index == 0 && target != nullptr) {
+      KcasWord* t = target;
+      target = nullptr;
+      ASSERT_TRUE(kcas->cas(*t, 5, 6));
+    }
+  }
+};
+
+// A mismatch found only after some words were installed (the pre-read saw a match): the
+// failed descriptor must leave the installed words with their old values.
+TEST(KcasSequential, MismatchAfterInstallRestoresOldValues) {
+  Kcas<4, KcasStats, Interfere> kcas;
+  std::array<KcasWord, 3> w{};
+  ASSERT_TRUE(kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 2}, {&w[2], 0, 5}}));
+  kcas.hook().kcas = &kcas;
+  kcas.hook().target = &w[2];
+  EXPECT_FALSE(kcas.compare_exchange({{&w[0], 1, 10}, {&w[1], 2, 20}, {&w[2], 5, 50}}));
+  EXPECT_EQ(kcas.read(w[0]), 1U);
+  EXPECT_EQ(kcas.read(w[1]), 2U);
+  EXPECT_EQ(kcas.read(w[2]), 6U);
+  EXPECT_FALSE(w[0].is_settled()) << "the failed descriptor is expected in word 0 until drain";
+  kcas.drain();
+  EXPECT_TRUE(w[0].is_settled() && w[1].is_settled() && w[2].is_settled());
+  EXPECT_EQ(kcas.read(w[0]), 1U);
+  EXPECT_EQ(kcas.read(w[2]), 6U);
+}
+
+TEST(KcasSequential, EdgeSizes) {
+  CountingKcas kcas;
+  std::array<KcasWord, 5> w{};
+  EXPECT_TRUE(kcas.compare_exchange(std::span<const KcasEntry>{}));
+  EXPECT_TRUE(kcas.compare_exchange({{&w[0], 0, 4}}));  // one word: a plain cas
+  EXPECT_EQ(kcas.read(w[0]), 4U);
+  EXPECT_EQ(kcas.stats().descriptors_allocated.load(), 0U);
+  EXPECT_THROW(kcas.compare_exchange(
+                   {{&w[0], 4, 0}, {&w[1], 0, 0}, {&w[2], 0, 0}, {&w[3], 0, 0}, {&w[4], 0, 0}}),
+               std::invalid_argument);
+  EXPECT_EQ(kcas.read(w[0]), 4U);
+}
+
+TEST(KcasSequential, RepeatedWords) {
+  CountingKcas kcas;
+  std::array<KcasWord, 2> w{};
+  EXPECT_TRUE(kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 2}, {&w[0], 0, 1}}));
+  EXPECT_EQ(kcas.read(w[0]), 1U);
+  EXPECT_EQ(kcas.read(w[1]), 2U);
+  // A word cannot hold two values at once.
+  EXPECT_FALSE(kcas.compare_exchange({{&w[0], 1, 5}, {&w[1], 2, 6}, {&w[0], 2, 5}}));
+  EXPECT_EQ(kcas.read(w[0]), 1U);
+  EXPECT_EQ(kcas.read(w[1]), 2U);
+}
+
+TEST(KcasSequential, CasOverAFinishedDescriptor) {
+  CountingKcas kcas;
+  std::array<KcasWord, 2> w{};
+  ASSERT_TRUE(kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 2}}));
+  ASSERT_FALSE(w[0].is_settled());
+  EXPECT_FALSE(kcas.cas(w[0], 0, 9));
+  EXPECT_TRUE(kcas.cas(w[0], 1, 9));
+  EXPECT_EQ(kcas.read(w[0]), 9U);
+  EXPECT_EQ(kcas.stats().cas_over_descriptor.load(), 1U);
+  EXPECT_TRUE(kcas.cas(w[0], 9, 10));  // over the one-word descriptor of the previous cas
+  EXPECT_EQ(kcas.read(w[0]), 10U);
+  kcas.drain();
+  EXPECT_TRUE(w[0].is_settled());
+  EXPECT_EQ(kcas.read(w[0]), 10U);
+  EXPECT_EQ(kcas.read(w[1]), 2U);
+  EXPECT_EQ(kcas.stats().descriptors_allocated.load(), kcas.stats().descriptors_freed.load());
+}
+
+TEST(KcasFields, PackAroundTheReservedBit) {
+  using Fingerprints = KcasField<0, 48>;
+  using Counter = KcasField<48, 15>;
+  static_assert(Counter::kMask >> 63 == 0, "the counter must not touch the reserved bit");
+  std::uint64_t payload = Fingerprints::set(0, 0xabc'def0'1234);
+  payload = Counter::set(payload, Counter::kMax);
+  EXPECT_TRUE(KcasWord::is_payload(payload));
+  EXPECT_EQ(Fingerprints::get(payload), 0xabc'def0'1234U);
+  EXPECT_EQ(Counter::get(payload), Counter::kMax);
+  payload = Counter::set(payload, Counter::get(payload) + 1);  // wraps to 0
+  EXPECT_EQ(Counter::get(payload), 0U);
+  EXPECT_EQ(Fingerprints::get(payload), 0xabc'def0'1234U);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Money transfer: accounts in K-CAS words, a conserved total.
+
+constexpr std::size_t kAccounts = 8;
+constexpr std::uint64_t kInitialBalance = 1000;
+constexpr std::uint64_t kTotal = kAccounts * kInitialBalance;
+
+// Yields at a random quarter of the K-CAS steps, so that operations are preempted half-way
+// and meet each other's descriptors even on few cores.
+struct YieldHook {
+  static constexpr bool kEnabled = true;
+  void operator()(const KcasHookEvent&) const {
+    thread_local std::minstd_rand rng(std::random_device{}());
+    if (rng() % 4 == 0) std::this_thread::yield();
+  }
+};
+
+template <class Hook>
+struct Bank {
+  // Up to 8 words per K-CAS: a validating snapshot covers every account.
+  Kcas<kAccounts, KcasStats, Hook> kcas;
+  std::array<KcasWord, kAccounts> accounts{};
+
+  Bank() {
+    for (KcasWord& a : accounts) EXPECT_TRUE(kcas.cas(a, 0, kInitialBalance));
+  }
+
+  // Moves money from one account to one or two others; false if a word changed meanwhile.
+  bool transfer(std::mt19937_64& rng) {
+    std::array<std::size_t, 3> who{};
+    const std::size_t k = 2 + rng() % 2;
+    for (std::size_t i = 0; i < k; ++i) {
+      bool repeated = true;
+      while (repeated) {
+        who[i] = rng() % kAccounts;
+        repeated = false;
+        for (std::size_t j = 0; j < i; ++j) repeated |= who[j] == who[i];
+      }
+    }
+    std::array<KcasEntry, 3> entries{};
+    for (std::size_t i = 0; i < k; ++i) {
+      const std::uint64_t balance = kcas.read(accounts[who[i]]);
+      entries[i] = KcasEntry{&accounts[who[i]], balance, balance};
+    }
+    if (entries[0].expected == 0) return false;
+    std::uint64_t amount = 1 + rng() % entries[0].expected;
+    entries[0].desired -= amount;
+    for (std::size_t i = 1; i < k; ++i) {
+      const std::uint64_t share = i + 1 == k ? amount : amount / 2;
+      entries[i].desired += share;
+      amount -= share;
+    }
+    return kcas.compare_exchange(std::span<const KcasEntry>(entries.data(), k));
+  }
+
+  // A consistent snapshot: read every account, then K-CAS them all to the same values. On
+  // success the values were all there at once (at the K-CAS's linearization point).
+  bool snapshot(std::array<std::uint64_t, kAccounts>& values) {
+    std::array<KcasEntry, kAccounts> entries{};
+    for (std::size_t i = 0; i < kAccounts; ++i) {
+      values[i] = kcas.read(accounts[i]);
+      entries[i] = KcasEntry{&accounts[i], values[i], values[i]};
+    }
+    return kcas.compare_exchange(entries);
+  }
+
+  std::uint64_t total() const {
+    std::uint64_t sum = 0;
+    for (const KcasWord& a : accounts) sum += kcas.read(a);
+    return sum;
+  }
+};
+
+template <class Hook>
+void run_money_transfer(int writers) {
+  constexpr int kOpsInAll = 60'000;
+  const int ops_per_writer = kOpsInAll / writers;
+
+  Bank<Hook> bank;
+  std::atomic<int> writers_left{writers};
+  std::atomic<std::uint64_t> transfers{0};
+  std::atomic<std::uint64_t> snapshots{0};
+  std::atomic<std::uint64_t> bad_snapshots{0};
+  std::atomic<std::uint64_t> bad_reads{0};
+  std::latch start(writers + 1);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < writers; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(static_cast<std::uint64_t>(t) * 7919 + 1);
+      start.arrive_and_wait();
+      std::uint64_t done = 0;
+      for (int i = 0; i < ops_per_writer; ++i) {
+        if (i % 8 == 7) {
+          // A single-word no-op rewrite: exercises cas() over in-flight and finished
+          // descriptors without changing the total.
+          KcasWord& a = bank.accounts[rng() % kAccounts];
+          const std::uint64_t balance = bank.kcas.read(a);
+          if (balance > kTotal) bad_reads.fetch_add(1);
+          bank.kcas.cas(a, balance, balance);
+        } else {
+          done += bank.transfer(rng);
+        }
+      }
+      transfers.fetch_add(done);
+      writers_left.fetch_sub(1);
+    });
+  }
+  threads.emplace_back([&] {
+    start.arrive_and_wait();
+    std::array<std::uint64_t, kAccounts> values{};
+    do {
+      if (!bank.snapshot(values)) continue;
+      snapshots.fetch_add(1);
+      std::uint64_t sum = 0;
+      for (std::uint64_t v : values) {
+        sum += v;
+        if (v > kTotal) bad_snapshots.fetch_add(1);  // a negative balance wraps around
+      }
+      if (sum != kTotal) bad_snapshots.fetch_add(1);
+    } while (writers_left.load() > 0);
+  });
+  for (std::thread& t : threads) t.join();
+
+  EXPECT_EQ(bad_snapshots.load(), 0U);
+  EXPECT_EQ(bad_reads.load(), 0U);
+  EXPECT_GT(snapshots.load(), 0U) << "no validating snapshot succeeded";
+  EXPECT_GT(transfers.load(), static_cast<std::uint64_t>(kOpsInAll) / 4);
+  EXPECT_EQ(bank.total(), kTotal);
+  for (const KcasWord& a : bank.accounts) EXPECT_LE(bank.kcas.read(a), kTotal);
+
+  // Reclamation: descriptors were freed while the threads ran, and all of them after a drain.
+  const auto& stats = bank.kcas.stats();
+  EXPECT_GT(stats.descriptors_freed.load(), 0U);
+  bank.kcas.drain();
+  EXPECT_EQ(stats.descriptors_allocated.load(), stats.descriptors_freed.load());
+  EXPECT_EQ(bank.kcas.domain().retired_count(), bank.kcas.domain().reclaimed_count());
+  for (const KcasWord& a : bank.accounts) EXPECT_TRUE(a.is_settled());
+  EXPECT_EQ(bank.total(), kTotal);
+  std::printf(
+      "[ info ] %d writers%s: %llu transfers, %llu snapshots, %llu helps, %llu descriptors\n",
+      writers, Hook::kEnabled ? " (yielding)" : "",
+      static_cast<unsigned long long>(transfers.load()),
+      static_cast<unsigned long long>(snapshots.load()),
+      static_cast<unsigned long long>(stats.helps.load()),
+      static_cast<unsigned long long>(stats.descriptors_allocated.load()));
+}
+
+// (writers, whether K-CAS steps yield at random)
+class MoneyTransfer : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(MoneyTransfer, TotalIsConservedAndNoAccountGoesNegative) {
+  const auto [writers, yielding] = GetParam();
+  if (yielding) {
+    run_money_transfer<YieldHook>(writers);
+  } else {
+    run_money_transfer<ccf::lockfree::NoKcasHook>(writers);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, MoneyTransfer,
+                         ::testing::Combine(::testing::Values(2, 8, 16), ::testing::Bool()));
+
+// ---------------------------------------------------------------------------------------------
+// The stall test: the thread that starts a K-CAS is frozen at a hook point; the others must
+// complete (help) its operation and keep completing their own.
+
+struct StallControl {
+  KcasHookPoint point = KcasHookPoint::kAfterInstall;
+  unsigned index = 0;
+  std::atomic<bool> armed{false};
+  std::atomic<bool> stalled{false};
+  std::atomic<bool> released{false};
+  std::atomic<const std::atomic<KcasStatus>*> status{nullptr};
+};
+
+thread_local bool t_victim = false;
+
+struct StallHook {
+  static constexpr bool kEnabled = true;
+  StallControl* control = nullptr;
+  void operator()(const KcasHookEvent& event) const {
+    if (!t_victim || event.helping || event.point != control->point ||
+        event.index != control->index || !control->armed.exchange(false)) {
+      return;
+    }
+    control->status.store(event.status);
+    control->stalled.store(true);
+    while (!control->released.load()) std::this_thread::yield();
+  }
+};
+
+using StallKcas = Kcas<4, KcasStats, StallHook>;
+
+class Stall : public ::testing::TestWithParam<KcasHookPoint> {};
+
+TEST_P(Stall, OthersHelpAndKeepGoing) {
+  constexpr std::size_t kWords = 4;
+  constexpr int kWorkers = 3;
+  constexpr int kOpsPerWorker = 3000;
+  StallControl control;
+  control.point = GetParam();
+  control.index = control.point == KcasHookPoint::kAfterInstall ? 0 : 2;
+  StallKcas kcas(StallHook{&control});
+  std::array<KcasWord, kWords> words{};
+  for (KcasWord& w : words) ASSERT_TRUE(kcas.cas(w, 0, 100));
+
+  control.armed.store(true);
+  std::thread victim([&] {
+    t_victim = true;
+    const std::uint64_t a = kcas.read(words[0]);
+    const std::uint64_t b = kcas.read(words[1]);
+    kcas.compare_exchange({{&words[0], a, a - 1}, {&words[1], b, b + 1}});
+  });
+  while (!control.stalled.load()) std::this_thread::yield();
+
+  // The workers move units between all four words, the victim's two included.
+  std::atomic<int> finished{0};
+  std::atomic<std::uint64_t> completed{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < kWorkers; ++t) {
+    workers.emplace_back([&, t] {
+      std::mt19937_64 rng(static_cast<std::uint64_t>(t) + 1);
+      std::uint64_t done = 0;
+      for (int i = 0; i < kOpsPerWorker; ++i) {
+        KcasWord& from = words[rng() % kWords];
+        KcasWord& to = words[rng() % kWords];
+        if (&from == &to) {
+          const std::uint64_t v = kcas.read(from);
+          done += kcas.cas(from, v, v);
+          continue;
+        }
+        const std::uint64_t f = kcas.read(from);
+        const std::uint64_t g = kcas.read(to);
+        if (f == 0) continue;
+        done += kcas.compare_exchange({{&from, f, f - 1}, {&to, g, g + 1}});
+      }
+      completed.fetch_add(done);
+      finished.fetch_add(1);
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (finished.load() < kWorkers && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  const bool workers_done = finished.load() == kWorkers;
+  const KcasStatus while_stalled = control.status.load()->load();
+  control.released.store(true);
+  victim.join();
+  for (std::thread& t : workers) t.join();
+
+  ASSERT_TRUE(workers_done) << "the workers did not finish while one thread was stalled";
+  EXPECT_NE(while_stalled, KcasStatus::kActive) << "nobody completed the stalled K-CAS";
+  EXPECT_GT(kcas.stats().helps.load(), 0U);
+  EXPECT_GT(completed.load(), static_cast<std::uint64_t>(kWorkers * kOpsPerWorker) / 4);
+  std::uint64_t total = 0;
+  for (const KcasWord& w : words) total += kcas.read(w);
+  EXPECT_EQ(total, kWords * 100);
+  kcas.drain();
+  EXPECT_EQ(kcas.stats().descriptors_allocated.load(), kcas.stats().descriptors_freed.load());
+}
+
+INSTANTIATE_TEST_SUITE_P(HookPoints, Stall,
+                         ::testing::Values(KcasHookPoint::kAfterInstall,
+                                           KcasHookPoint::kBeforeDecide));
+
+// ---------------------------------------------------------------------------------------------
+// Reclamation and ordering
+
+// A guard held by a stalled thread stops reclamation (memory is what a stall costs) but not
+// operations; once it is gone, reclamation resumes.
+TEST(KcasReclamation, StalledGuardDelaysOnlyMemory) {
+  CountingKcas kcas;
+  std::array<KcasWord, 2> w{};
+  std::latch pinned(1);
+  std::latch done(1);
+  std::thread staller([&] {
+    const auto guard = kcas.domain().pin();
+    pinned.count_down();
+    done.wait();
+  });
+  pinned.wait();
+  std::thread([&] {
+    for (std::uint64_t i = 0; i < 2000; ++i) {
+      ASSERT_TRUE(kcas.compare_exchange({{&w[0], i, i + 1}, {&w[1], i, i + 1}}));
+    }
+  }).join();
+  EXPECT_EQ(kcas.stats().descriptors_freed.load(), 0U);
+  done.count_down();
+  staller.join();
+  std::thread([&] {
+    for (std::uint64_t i = 2000; i < 4000; ++i) {
+      ASSERT_TRUE(kcas.compare_exchange({{&w[0], i, i + 1}, {&w[1], i, i + 1}}));
+    }
+  }).join();
+  EXPECT_GT(kcas.stats().descriptors_freed.load(), 0U);
+  EXPECT_EQ(kcas.read(w[0]), 4000U);
+}
+
+// Data written before a successful K-CAS is visible to a thread whose read() returns the new
+// value, whichever path the read takes (payload, finished descriptor). The values are checked
+// here; the happens-before edge is checked by ThreadSanitizer.
+TEST(KcasOrdering, SuccessfulKcasPublishesPriorWrites) {
+  constexpr std::uint64_t kRounds = 5000;
+  CountingKcas kcas;
+  std::array<KcasWord, 2> w{};
+  std::vector<std::uint64_t> data(kRounds + 1, 0);  // plain memory, written once per round
+  std::atomic<std::uint64_t> mismatches{0};
+  std::thread reader([&] {
+    for (std::uint64_t seen = 0; seen < kRounds;) {
+      const std::uint64_t now = kcas.read(w[seen % 2 == 0 ? 0 : 1]);
+      for (; seen < now; ++seen) mismatches.fetch_add(data[seen + 1] != (seen + 1) * 3);
+    }
+  });
+  bool all_succeeded = true;
+  for (std::uint64_t i = 1; i <= kRounds; ++i) {
+    data[i] = i * 3;
+    if (i % 3 == 0) {
+      all_succeeded &= kcas.cas(w[0], i - 1, i);
+      all_succeeded &= kcas.cas(w[1], i - 1, i);
+    } else {
+      all_succeeded &= kcas.compare_exchange({{&w[0], i - 1, i}, {&w[1], i - 1, i}});
+    }
+  }
+  reader.join();
+  EXPECT_TRUE(all_succeeded);
+  EXPECT_EQ(mismatches.load(), 0U);
+}
+
+}  // namespace
