@@ -361,7 +361,11 @@ TEST_P(Stall, OthersHelpAndKeepGoing) {
   constexpr int kOpsPerWorker = 3000;
   StallControl control;
   control.point = GetParam();
-  control.index = control.point == KcasHookPoint::kAfterInstall ? 0 : 2;
+  // Stop where the descriptor is already published: after the first install, before the
+  // second, or with both installed.
+  control.index = control.point == KcasHookPoint::kAfterInstall    ? 0
+                  : control.point == KcasHookPoint::kBeforeInstall ? 1
+                                                                   : 2;
   StallKcas kcas(StallHook{&control});
   std::array<KcasWord, kWords> words{};
   for (KcasWord& w : words) ASSERT_TRUE(kcas.cas(w, 0, 100));
@@ -422,8 +426,93 @@ TEST_P(Stall, OthersHelpAndKeepGoing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(HookPoints, Stall,
-                         ::testing::Values(KcasHookPoint::kAfterInstall,
+                         ::testing::Values(KcasHookPoint::kBeforeInstall,
+                                           KcasHookPoint::kAfterInstall,
                                            KcasHookPoint::kBeforeDecide));
+
+// The hazard that rule (R) of kcas.hpp exists for, played step by step: a helper checks word b
+// (value 0) and stops just before its install CAS; meanwhile the K-CAS completes (b = 1) and a
+// cas sets b back to 0. The late helper's CAS must not re-install the decided descriptor,
+// which would make b read 1 again. (Breaking (R), by letting cas() or an early finalization
+// write a payload over a descriptor reference, fails this test.)
+struct Gate {
+  std::atomic<bool> armed{true};
+  std::atomic<bool> reached{false};
+  std::atomic<bool> open{false};
+  void stop() {
+    reached.store(true);
+    while (!open.load()) std::this_thread::yield();
+  }
+  void wait_reached() const {
+    while (!reached.load()) std::this_thread::yield();
+  }
+};
+
+enum class Role { kNone, kOwner, kHelper };
+thread_local Role t_role = Role::kNone;
+
+struct LateHelperHook {
+  static constexpr bool kEnabled = true;
+  Gate* owner = nullptr;   // stops the owner after its first install
+  Gate* helper = nullptr;  // stops a helper before it installs the second word
+  void operator()(const KcasHookEvent& event) const {
+    if (t_role == Role::kOwner && !event.helping && event.point == KcasHookPoint::kAfterInstall &&
+        event.index == 0 && owner->armed.exchange(false)) {
+      owner->stop();
+    }
+    if (t_role == Role::kHelper && event.helping && event.point == KcasHookPoint::kBeforeInstall &&
+        event.index == 1 && helper->armed.exchange(false)) {
+      helper->stop();
+    }
+  }
+};
+
+// Parameter: whether the stalled owner completes D itself (then retires it at once, so an
+// early finalization would strike) or the main thread completes it by helping.
+class KcasLateHelper : public ::testing::TestWithParam<bool> {};
+
+TEST_P(KcasLateHelper, CannotReinstallADecidedDescriptor) {
+  const bool owner_completes = GetParam();
+  Gate owner_gate;
+  Gate helper_gate;
+  Kcas<4, KcasStats, LateHelperHook> kcas(LateHelperHook{&owner_gate, &helper_gate});
+  std::array<KcasWord, 4> w{};  // a = w[0], b = w[1]; w[2], w[3] drive the epoch
+
+  std::thread owner([&] {
+    t_role = Role::kOwner;
+    kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 1}});
+  });
+  owner_gate.wait_reached();  // D is installed in a, active
+  std::thread helper([&] {
+    t_role = Role::kHelper;
+    kcas.cas(w[0], 0, 7);  // finds D active in a with the expected value: helps D
+  });
+  helper_gate.wait_reached();  // the helper read b == 0 and saw D active
+
+  if (owner_completes) {
+    owner_gate.open.store(true);
+    owner.join();
+  } else {
+    EXPECT_FALSE(kcas.cas(w[0], 0, 5));  // helps D to success, then a == 1 != 0
+  }
+  EXPECT_EQ(kcas.read(w[1]), 1U);
+  EXPECT_TRUE(kcas.cas(w[1], 1, 0));  // b back to 0
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    EXPECT_TRUE(kcas.compare_exchange({{&w[2], i, i + 1}, {&w[3], i, i + 1}}));
+  }
+  helper_gate.open.store(true);
+  helper.join();
+  EXPECT_EQ(kcas.read(w[1]), 0U) << "a late helper re-installed a decided K-CAS";
+  owner_gate.open.store(true);
+  if (!owner_completes) owner.join();
+  EXPECT_EQ(kcas.read(w[0]), 1U);
+  EXPECT_EQ(kcas.read(w[1]), 0U);
+  kcas.drain();
+  EXPECT_EQ(kcas.read(w[0]), 1U);
+  EXPECT_EQ(kcas.read(w[1]), 0U);
+}
+
+INSTANTIATE_TEST_SUITE_P(WhoCompletes, KcasLateHelper, ::testing::Bool());
 
 // ---------------------------------------------------------------------------------------------
 // Reclamation and ordering

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ccf/concurrent/striped_cuckoo_filter.hpp"
+#include "concurrent_churn.hpp"
 #include "linearizability.hpp"
 #include "sanitizer_scale.hpp"
 #include "test_keys.hpp"
@@ -64,90 +65,31 @@ TYPED_TEST(StripedFilter, FillsAsFullAsTheSequentialFilterWithoutFalseNegatives)
   }
 }
 
-// Readers continuously look up a resident set (inserted first, never erased) while writers
-// insert and erase their own disjoint keys. Invariants: no resident key is ever missed; at the
-// end every key a writer left inserted is present, and size() is exact.
-template <class Filter>
-void churn(unsigned readers, unsigned writers, double fill, std::size_t capacity, int rounds) {
-  Filter filter(capacity);
-  // Half of the target fill is resident; the writers' key pools are the other half.
-  const auto half = static_cast<std::size_t>(fill * static_cast<double>(capacity) * 0.5);
-  const auto resident = member_keys(half, 31);
-  for (const auto key : resident) ASSERT_EQ(filter.insert(key), Status::kOk);
-  const std::size_t per_writer = half / writers;
-
-  std::atomic<std::uint64_t> misses{0}, lookups{0};
-  std::atomic<unsigned> writers_done{0};
-  std::vector<std::vector<std::uint64_t>> left_in(writers);
-  std::barrier start(readers + writers);
-  std::vector<std::jthread> threads;
-  for (unsigned w = 0; w < writers; ++w) {
-    threads.emplace_back([&, w] {
-      // Writer w owns keys mix64(2i, 1000 + w): disjoint from every other writer and readers.
-      const auto mine = member_keys(per_writer, 1000 + w);
-      std::vector<bool> present(per_writer, false);
-      std::mt19937_64 rng(w);
-      start.arrive_and_wait();
-      for (int op = 0; op < rounds; ++op) {
-        const std::size_t i = rng() % per_writer;
-        if (present[i]) {
-          ASSERT_EQ(filter.erase(mine[i]), Status::kOk);
-          present[i] = false;
-        } else if (filter.insert(mine[i]) == Status::kOk) {
-          present[i] = true;
-        }
-      }
-      for (std::size_t i = 0; i < per_writer; ++i) {
-        if (present[i]) left_in[w].push_back(mine[i]);
-      }
-      writers_done.fetch_add(1);
-    });
-  }
-  for (unsigned r = 0; r < readers; ++r) {
-    threads.emplace_back([&, r] {
-      std::size_t i = r;
-      std::uint64_t local_misses = 0, local_lookups = 0;
-      start.arrive_and_wait();
-      // Until every writer has finished, and at least one full pass over the resident set.
-      while (writers_done.load() < writers || local_lookups < resident.size()) {
-        local_misses += !filter.contains(resident[i]);
-        ++local_lookups;
-        i = (i + 7919) % resident.size();
-      }
-      misses += local_misses;
-      lookups += local_lookups;
-    });
-  }
-  threads.clear();
-  EXPECT_EQ(misses.load(), 0u) << "false negatives among " << lookups.load() << " lookups";
-  std::size_t expected_size = resident.size();
-  for (const auto& keys : left_in) {
-    expected_size += keys.size();
-    for (const auto key : keys) ASSERT_TRUE(filter.contains(key));
-  }
-  for (const auto key : resident) ASSERT_TRUE(filter.contains(key));
-  EXPECT_EQ(filter.size(), expected_size);
-}
-
 constexpr int kRounds = ccf::testing::scaled(1'000'000, 20);
 
 using Optimistic = ccf::StripedCuckooFilter<12, 4, ReadMode::kOptimistic>;
 using Locking = ccf::StripedCuckooFilter<16, 4, ReadMode::kLocking>;
 
+template <class Filter>
+void churn(const ccf::testing::ChurnConfig& config) {
+  Filter filter(config.capacity);
+  ccf::testing::churn(filter, config);
+}
+
 TEST(StripedChurn, TwoReadersTwoWriters) {
-  churn<Optimistic>(2, 2, 0.6, 1 << 16, kRounds);
+  churn<Optimistic>({1 << 16, 0.6, 2, 2, kRounds});
 }
 TEST(StripedChurn, NearFullTable) {
-  churn<Optimistic>(2, 2, 0.93, 1 << 14, kRounds);
+  churn<Optimistic>({1 << 14, 0.93, 2, 2, kRounds});
 }
 TEST(StripedChurn, EightThreadsOnTwoCores) {
-  churn<Optimistic>(4, 4, 0.9, 1 << 14, kRounds / 2);
+  churn<Optimistic>({1 << 14, 0.9, 4, 4, kRounds / 2});
 }
 TEST(StripedChurn, SixteenThreadsOnTwoCores) {
-  churn<Optimistic>(8, 8, 0.9, 1 << 14, kRounds / 4);
+  churn<Optimistic>({1 << 14, 0.9, 8, 8, kRounds / 4});
 }
 TEST(StripedChurn, LockingReadsSixteenThreads) {
-  churn<Locking>(8, 8, 0.9, 1 << 14, kRounds / 4);
+  churn<Locking>({1 << 14, 0.9, 8, 8, kRounds / 4});
 }
 
 // Many short rounds: 3 threads x 4 random operations on 3 keys, each history checked.

@@ -84,7 +84,7 @@ TYPED_TEST(ExclusiveLockTest, MutualExclusionOversubscribed) {
   for (const unsigned threads : {8u, 16u}) {
     TypeParam lock;
     Section section;
-    const unsigned iterations = 40000 / threads;
+    const unsigned iterations = 24000 / threads;
     run_threads(threads, [&](unsigned) {
       for (unsigned i = 0; i < iterations; ++i) {
         std::lock_guard guard(lock);
@@ -207,7 +207,7 @@ TYPED_TEST(ReaderWriterLockTest, WritersExcludeReadersAndEachOther) {
     std::atomic<int> readers_inside{0};
     std::atomic<bool> writer_inside{false};
     std::atomic<unsigned> violations{0};
-    const unsigned writers = threads / 4, iterations = 40000 / threads;
+    const unsigned writers = threads / 4, iterations = 24000 / threads;
     run_threads(threads, [&](unsigned t) {
       for (unsigned i = 0; i < iterations; ++i) {
         if (t < writers) {

@@ -1,0 +1,196 @@
+// CopCuckooFilter: the cuckoo filter of thesis §5.3.2 in consistency-oblivious style
+// (Algorithm 5.10; the template is ccf/sync/cop.hpp). chtbench: ccf-cop.
+//
+// Every operation plans without synchronization, then verifies and completes its plan in one
+// short RTM transaction; after retries (or at once where the CPU has no RTM) it runs whole
+// under the global lock.
+//
+//   operation  read-only prefix (plan)             verify (in tx)            complete (in tx)
+//   insert     a bucket with room, else the        target still has room /   store, or move
+//              shortest cuckoo path (BFS)          every path step intact    the path + store
+//   erase      the bucket holding the fingerprint  it still does / neither   clear one copy
+//   contains   found in i1 / i2 / neither          the same still holds      report it
+//
+// The table is AtomicPackedTable (the sequential filter's bits), so the unsynchronized prefix
+// reads race with writers only through atomics: defined behaviour, and torn or stale plans are
+// caught by verify. Like the striped filter there is no victim slot: a full insert changes
+// nothing and returns kFull. Progress: blocking (the fallback lock).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "ccf/cuckoo_filter.hpp"
+#include "ccf/detail/addressing.hpp"
+#include "ccf/detail/atomic_packed_table.hpp"
+#include "ccf/detail/cuckoo_path.hpp"
+#include "ccf/sync/cop.hpp"
+#include "ccf/sync/spin_wait.hpp"
+
+namespace ccf {
+
+template <unsigned FpBits, unsigned Slots = 4, class Executor = sync::CopExecutor<>>
+class CopCuckooFilter {
+ public:
+  using table_type = AtomicPackedTable<FpBits, Slots>;
+  static constexpr unsigned kFpBits = FpBits;
+  static constexpr unsigned kSlots = Slots;
+  static constexpr unsigned kPathDepth = detail::kDefaultPathDepth<Slots> + 1;
+
+  explicit CopCuckooFilter(std::size_t capacity, FilterOptions options = {})
+      : table_(detail::checked_bucket_count<table_type>(capacity, options)),
+        addressing_(table_.bucket_count()),
+        seed_(options.seed) {}
+
+  Status insert(std::uint64_t key) { return insert_at(locate(hash_key(key, seed_))); }
+  Status insert(std::string_view key) { return insert_at(locate(hash_key(key, seed_))); }
+  bool contains(std::uint64_t key) const { return contains_at(locate(hash_key(key, seed_))); }
+  bool contains(std::string_view key) const { return contains_at(locate(hash_key(key, seed_))); }
+  Status erase(std::uint64_t key) { return erase_at(locate(hash_key(key, seed_))); }
+  Status erase(std::string_view key) { return erase_at(locate(hash_key(key, seed_))); }
+
+  std::size_t size() const noexcept {
+    std::int64_t total = 0;
+    for (const auto& slot : items_) total += slot.value.load(std::memory_order_relaxed);
+    return static_cast<std::size_t>(total);
+  }
+  std::size_t capacity() const noexcept { return table_.bucket_count() * kSlots; }
+  double load_factor() const noexcept {
+    return static_cast<double>(size()) / static_cast<double>(capacity());
+  }
+  double bits_per_item() const noexcept {
+    const std::size_t items = size();
+    return items == 0
+               ? 0.0
+               : 8.0 * static_cast<double>(table_.payload().size()) / static_cast<double>(items);
+  }
+  std::size_t memory_bytes() const noexcept { return table_.memory_bytes() + sizeof(*this); }
+  std::string shape() const {
+    return "COP " + std::to_string(kFpBits) + "-bit fingerprints, " + std::to_string(kSlots) +
+           " slots/bucket";
+  }
+  bool speculative() const noexcept { return executor_.speculative(); }
+  Executor& executor() noexcept { return executor_; }
+
+ private:
+  struct Location {
+    std::uint64_t primary;
+    std::uint64_t alternate;
+    std::uint32_t fp;
+  };
+  // Where an erase or lookup found the fingerprint: primary, alternate, or neither.
+  enum class Where : std::uint8_t { kPrimary, kAlternate, kNeither };
+  struct InsertPlan {
+    enum class Kind : std::uint8_t { kDirect, kPath, kFull } kind;
+    std::uint64_t bucket;  // kDirect
+    detail::CuckooPath<Slots, kPathDepth> path;
+  };
+
+  Location locate(std::uint64_t hash) const noexcept {
+    const std::uint64_t primary = addressing_.index(hash);
+    const std::uint32_t fp = addressing_.fingerprint(hash);
+    return {primary, addressing_.alternate(primary, fp), fp};
+  }
+
+  Where where(const Location& at) const noexcept {
+    if (table_.contains(at.primary, at.fp)) return Where::kPrimary;
+    if (table_.contains(at.alternate, at.fp)) return Where::kAlternate;
+    return Where::kNeither;
+  }
+  std::uint64_t bucket_of(const Location& at, Where w) const noexcept {
+    return w == Where::kPrimary ? at.primary : at.alternate;
+  }
+
+  bool contains_at(const Location& at) const {
+    const auto prefix = [&] { return where(at); };
+    const auto verify = [&](Where w) { return where(at) == w; };
+    const auto complete = [](Where w) { return w != Where::kNeither; };
+    const auto whole = [&] { return where(at) != Where::kNeither; };
+    return executor_.template run<sync::Access::kRead>(prefix, verify, complete, whole);
+  }
+
+  Status erase_at(const Location& at) {
+    const auto prefix = [&] { return where(at); };
+    const auto verify = [&](Where w) { return where(at) == w; };
+    const auto complete = [&](Where w) {
+      if (w == Where::kNeither) return Status::kNotFound;
+      table_.try_erase(bucket_of(at, w), at.fp);
+      count(-1);
+      return Status::kOk;
+    };
+    const auto whole = [&] { return complete(where(at)); };
+    return executor_.template run<sync::Access::kWrite>(prefix, verify, complete, whole);
+  }
+
+  Status insert_at(const Location& at) {
+    const auto prefix = [&] { return plan_insert(at); };
+    const auto verify = [&](const InsertPlan& plan) { return plan_holds(at, plan); };
+    const auto complete = [&](const InsertPlan& plan) { return carry_out(at, plan); };
+    const auto whole = [&] { return carry_out(at, plan_insert(at)); };
+    return executor_.template run<sync::Access::kWrite>(prefix, verify, complete, whole);
+  }
+
+  InsertPlan plan_insert(const Location& at) const {
+    InsertPlan plan{InsertPlan::Kind::kFull, 0, {}};
+    if (table_.has_empty(at.primary) || table_.has_empty(at.alternate)) {
+      plan.kind = InsertPlan::Kind::kDirect;
+      plan.bucket = table_.has_empty(at.primary) ? at.primary : at.alternate;
+    } else if (detail::find_cuckoo_path(table_, addressing_, at.primary, at.alternate, plan.path)) {
+      plan.kind = InsertPlan::Kind::kPath;
+    }
+    return plan;
+  }
+
+  bool plan_holds(const Location& at, const InsertPlan& plan) const {
+    switch (plan.kind) {
+      case InsertPlan::Kind::kDirect:
+        return table_.has_empty(plan.bucket);
+      case InsertPlan::Kind::kFull:
+        return !table_.has_empty(at.primary) && !table_.has_empty(at.alternate);
+      case InsertPlan::Kind::kPath:
+        break;
+    }
+    for (unsigned step = 0; step + 1 < plan.path.length; ++step) {
+      const auto& from = plan.path.steps[step];
+      if (table_.read(from.bucket, from.slot) != from.fp) return false;
+    }
+    return table_.has_empty(plan.path.steps[plan.path.length - 1].bucket);
+  }
+
+  // Runs a plan that holds (inside the transaction, or under the lock where the prefix was
+  // computed with the lock held).
+  Status carry_out(const Location& at, const InsertPlan& plan) {
+    switch (plan.kind) {
+      case InsertPlan::Kind::kFull:
+        return Status::kFull;
+      case InsertPlan::Kind::kDirect:
+        table_.try_insert(plan.bucket, at.fp);
+        break;
+      case InsertPlan::Kind::kPath:
+        for (unsigned step = plan.path.length - 1; step > 0; --step) {
+          const auto& from = plan.path.steps[step - 1];
+          table_.try_insert(plan.path.steps[step].bucket,
+                            table_.exchange(from.bucket, from.slot, 0));
+        }
+        table_.try_insert(plan.path.steps[0].bucket, at.fp);
+        break;
+    }
+    count(+1);
+    return Status::kOk;
+  }
+
+  // Per-thread-slot counters: no shared line that every transaction would write.
+  void count(std::int64_t delta) noexcept {
+    items_[sync::thread_slot()].value.fetch_add(delta, std::memory_order_relaxed);
+  }
+
+  table_type table_;
+  detail::Addressing<kFpBits> addressing_;
+  std::uint64_t seed_;
+  mutable Executor executor_;
+  std::array<sync::CacheLinePadded<std::atomic<std::int64_t>>, sync::kThreadSlots> items_{};
+};
+
+}  // namespace ccf

@@ -1,0 +1,591 @@
+// Hardware lock elision on Intel RTM (thesis ch. 4 and §5.3.2), usable and testable on machines
+// without it.
+//
+// What. An elision policy guards critical sections with a lock, but first tries to run each one
+// as a hardware transaction that only READS the lock word ("subscribes" to it): threads whose
+// sections touch disjoint data then run in parallel, and a thread that really takes the lock
+// writes the lock word and so aborts every transaction that read it. After an abort the policy
+// retries; after MaxRetries attempts, or after an abort that retrying cannot cure, it takes the
+// lock. The critical section f may run several times (every aborted run is rolled back by the
+// hardware); the result of the run that committed, or of the run under the lock, is returned.
+//
+//   RetryElision  `retry`: wait until the lock is free, XBEGIN, read the lock (abort if held),
+//                 run f, XEND.
+//   SlrElision    SLR, software-assisted lock removal: XBEGIN, run f, read the lock only just
+//                 before XEND. A transaction may overlap a lock holder and still commit if the
+//                 holder left before it finished; the hardware sandboxes the zombie runs.
+//   ScmElision    SCM, software-assisted conflict management: as `retry`, but a thread whose
+//                 transaction aborted takes an auxiliary MCS lock (which no transaction reads)
+//                 before retrying, so conflicting threads retry one at a time while the others
+//                 keep speculating; the main lock only after MaxRetries attempts.
+//   MixElision    MIX = SLR + SCM (thesis Algorithms 4.6/4.7): lazy subscription and aux lock.
+//   LockOnly      no speculation: the lock, in shared mode for read() when it has one.
+//
+// The four elision policies are one skeleton, BasicElision<Scheme, ...>; a Scheme says when the
+// lock is read (before f: eager; after f: lazy) and whether aborted threads serialize.
+//
+// Synchronization points of the skeleton (the lock's own orders are in spin_locks.hpp):
+//   (S1) eager subscription: inside the transaction, before f, read the lock; held => abort.
+//   (S2) lazy subscription: inside the transaction, after f, just before XEND; held => abort.
+//   (S3) lemming avoidance: outside any transaction, wait until the lock is free before the next
+//        attempt (eager schemes: before every attempt; lazy schemes: after a WAS_LOCKED abort),
+//        so that threads do not burn their attempts against a lock holder.
+//   (S4) SCM: the aux lock is taken after the first retryable abort not caused by the main lock,
+//        held across the remaining attempts and the fallback, released on every exit (RAII).
+//   Read or write: read() subscribes to "a writer holds the lock" (is_locked()); write() also to
+//   "readers hold it" (has_readers()) when the lock is a reader-writer lock, whose shared side
+//   the fallback of read() takes.
+//
+// Retry rule. An abort is retried when it can succeed on retry: the explicit WAS_LOCKED abort of
+// (S1)/(S2) (after waiting, S3), and aborts with the RETRY or CONFLICT bit (data conflicts).
+// Everything else falls back at once: CAPACITY without RETRY (the section does not fit in the
+// cache and will not next time), other explicit codes, DEBUG, NESTED, and status 0 (interrupts,
+// system calls, unfriendly instructions), as glibc's elision does. MaxRetries counts attempts
+// (calls to XBEGIN), aborts of every kind included: MaxRetries = 10 means at most 10
+// transactions, then the lock.
+//
+// Without RTM. rtm_available() checks CPUID (leaf 7: EBX bit 11 RTM, and EDX bit 11
+// RTM_ALWAYS_ABORT, which microcode updates set when they disable TSX) and then runs a few empty
+// transactions (some firmware makes every transaction abort without changing CPUID). When it is
+// false every elision policy goes straight to its lock; speculative() says so, and tools must
+// report such numbers as "RTM absent: lock fallback measured", never as speculative results.
+//
+// Testing without RTM. SimulatedBackend replaces the hardware: begin() returns a scripted
+// sequence of outcomes (started, or an abort status with any reason bits), end() commits, and
+// abort<Code>() RETURNS the status that XBEGIN would have returned after the abort, which the
+// skeleton handles exactly as if begin() had returned it (on hardware abort() never returns:
+// control resumes at XBEGIN with that status, and the skeleton takes the same path). So all of
+// the state machine runs, deterministically, in one thread, without longjmp or exceptions.
+// Aborts are delivered at begin() or by the policies' own abort<Code>(); there is no rollback:
+// side effects of a run of f that the simulation aborts remain (tests count runs of f).
+// A SimulatedBackend is single-threaded: it gives no isolation, so never share it between threads.
+//
+// Statistics (opt-in, Stats = ElisionStats): attempts started, committed, aborts by reason,
+// fallbacks to the lock, aux-lock acquisitions; per-thread padded counters, relaxed, written
+// only outside transactions. started == committed + aborted() holds for every snapshot taken
+// while no operation runs. NoElisionStats (the default) compiles to nothing.
+//
+// Progress: blocking (that of the fallback lock). Speculation adds no waiting of its own except
+// (S3), which waits for a lock holder. Do not nest elided sections; f must not throw inside a
+// transaction (an exception aborts it on hardware; the simulation would leave it open).
+//
+// Usage, in a filter guarded by one policy:
+//   ccf::sync::RetryElision<ccf::sync::McsLock> guard;
+//   bool found = guard.read([&] { return table.contains(key); });
+//   Status st = guard.write([&] { return table.insert(key); });
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <shared_mutex>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ccf/sync/spin_locks.hpp"
+#include "ccf/sync/spin_wait.hpp"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define CCF_SYNC_X86 1
+#else
+#define CCF_SYNC_X86 0
+#endif
+
+namespace ccf::sync {
+
+// ---------------------------------------------------------------------------------------------
+// Transaction status: what XBEGIN returns, decoded (Intel SDM vol. 1 §16.3.5).
+
+// The explicit abort code of the subscriptions (S1)/(S2): the lock was held.
+inline constexpr std::uint8_t kAbortWasLocked = 0xFF;
+
+class TxStatus {
+ public:
+  static constexpr std::uint32_t kStartedRaw = ~0u;    // _XBEGIN_STARTED
+  static constexpr std::uint32_t kExplicit = 1u << 0;  // _XABORT_EXPLICIT: XABORT, code in 31:24
+  static constexpr std::uint32_t kRetry = 1u << 1;     // _XABORT_RETRY: may succeed on retry
+  static constexpr std::uint32_t kConflict = 1u << 2;  // _XABORT_CONFLICT: another core's access
+  static constexpr std::uint32_t kCapacity = 1u << 3;  // _XABORT_CAPACITY: read/write set overflow
+  static constexpr std::uint32_t kDebug = 1u << 4;     // _XABORT_DEBUG: debug breakpoint
+  static constexpr std::uint32_t kNested = 1u << 5;    // _XABORT_NESTED: abort in a nested tx
+
+  constexpr explicit TxStatus(std::uint32_t raw) noexcept : raw_(raw) {}
+
+  static constexpr TxStatus begun() noexcept { return TxStatus(kStartedRaw); }
+  static constexpr TxStatus aborted(std::uint32_t bits) noexcept { return TxStatus(bits); }
+  static constexpr TxStatus aborted_explicit(std::uint8_t code) noexcept {
+    return TxStatus(kExplicit | std::uint32_t{code} << 24);
+  }
+
+  constexpr bool started() const noexcept { return raw_ == kStartedRaw; }
+  constexpr bool explicit_abort() const noexcept { return !started() && (raw_ & kExplicit); }
+  constexpr bool retry() const noexcept { return !started() && (raw_ & kRetry); }
+  constexpr bool conflict() const noexcept { return !started() && (raw_ & kConflict); }
+  constexpr bool capacity() const noexcept { return !started() && (raw_ & kCapacity); }
+  constexpr bool debug() const noexcept { return !started() && (raw_ & kDebug); }
+  constexpr bool nested() const noexcept { return !started() && (raw_ & kNested); }
+  constexpr std::uint8_t code() const noexcept {
+    return explicit_abort() ? static_cast<std::uint8_t>(raw_ >> 24) : 0;
+  }
+  constexpr bool was_locked() const noexcept {
+    return explicit_abort() && code() == kAbortWasLocked;
+  }
+  constexpr std::uint32_t raw() const noexcept { return raw_; }
+
+  friend constexpr bool operator==(TxStatus, TxStatus) = default;
+
+ private:
+  std::uint32_t raw_;
+};
+
+// One reason per abort, for statistics; the first that applies, in this order.
+enum class AbortReason : unsigned { kWasLocked, kExplicit, kCapacity, kConflict, kOther };
+
+constexpr AbortReason abort_reason(TxStatus s) noexcept {
+  if (s.was_locked()) return AbortReason::kWasLocked;
+  if (s.explicit_abort()) return AbortReason::kExplicit;
+  if (s.capacity()) return AbortReason::kCapacity;
+  if (s.conflict()) return AbortReason::kConflict;
+  return AbortReason::kOther;
+}
+
+// The retry rule of the essay above.
+constexpr bool worth_retrying(TxStatus s) noexcept {
+  return s.was_locked() || s.retry() || s.conflict();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backends. A Backend has: bool available() const; TxStatus begin(); void end();
+// template <std::uint8_t Code> TxStatus abort(); bool in_transaction() const.
+
+inline bool rtm_available() noexcept;
+
+// The hardware. The instructions are emitted by inline assembly, so this header compiles without
+// -mrtm; they execute only when rtm_available() (the policies check available() first).
+class RtmBackend {
+ public:
+  static bool available() noexcept { return rtm_available(); }
+
+  TxStatus begin() noexcept {
+#if CCF_SYNC_X86
+    std::uint32_t status = TxStatus::kStartedRaw;
+    // XBEGIN with the fallback address right after it: started => EAX unchanged; aborted =>
+    // registers restored, EAX = status, execution resumes at 1:.
+    asm volatile("xbegin 1f\n1:" : "+a"(status) : : "memory");
+    return TxStatus(status);
+#else
+    return TxStatus::aborted(0);
+#endif
+  }
+
+  void end() noexcept {
+#if CCF_SYNC_X86
+    asm volatile("xend" : : : "memory");
+#endif
+  }
+
+  // Inside a transaction: never returns (the transaction resumes at begin() with the explicit
+  // status). Outside one XABORT is a no-op and the status is returned all the same.
+  template <std::uint8_t Code>
+  TxStatus abort() noexcept {
+#if CCF_SYNC_X86
+    asm volatile("xabort %0" : : "i"(Code) : "memory");
+#endif
+    return TxStatus::aborted_explicit(Code);
+  }
+
+  bool in_transaction() const noexcept {
+#if CCF_SYNC_X86
+    if (!available()) return false;
+    bool inside;
+    asm volatile("xtest" : "=@ccnz"(inside));  // ZF = 0 inside a transaction
+    return inside;
+#else
+    return false;
+#endif
+  }
+};
+
+namespace detail {
+// CPUID leaf 7, sub-leaf 0: EBX bit 11 = RTM, EDX bit 11 = RTM_ALWAYS_ABORT.
+inline bool cpu_reports_rtm() noexcept {
+#if CCF_SYNC_X86
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (ebx >> 11 & 1u) != 0 && (edx >> 11 & 1u) == 0;
+#else
+  return false;
+#endif
+}
+
+// Some firmware (TSX_FORCE_ABORT) aborts every transaction while CPUID still reports RTM.
+inline bool rtm_commits() noexcept {
+  constexpr int kProbes = 16;
+  RtmBackend rtm;
+  for (int i = 0; i < kProbes; ++i) {
+    if (rtm.begin().started()) {
+      rtm.end();
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace detail
+
+// Whether this CPU runs RTM transactions; computed once.
+inline bool rtm_available() noexcept {
+  static const bool available = detail::cpu_reports_rtm() && detail::rtm_commits();
+  return available;
+}
+
+// A scripted, single-threaded stand-in for the hardware (see "Testing without RTM" above).
+class SimulatedBackend {
+ public:
+  // begin() returns `outcomes` in order, then `then` forever.
+  void script(std::vector<TxStatus> outcomes, TxStatus then = TxStatus::begun()) {
+    outcomes_ = std::move(outcomes);
+    next_ = 0;
+    then_ = then;
+  }
+  void set_available(bool available) noexcept { available_ = available; }
+
+  bool available() const noexcept { return available_; }
+
+  TxStatus begin() {
+    if (inside_) throw std::logic_error("SimulatedBackend: begin() inside a transaction");
+    ++begins_;
+    const TxStatus outcome = next_ < outcomes_.size() ? outcomes_[next_++] : then_;
+    inside_ = outcome.started();
+    return outcome;
+  }
+
+  void end() {
+    if (!inside_) throw std::logic_error("SimulatedBackend: end() outside a transaction");
+    inside_ = false;
+    ++commits_;
+  }
+
+  template <std::uint8_t Code>
+  TxStatus abort() {
+    if (!inside_) throw std::logic_error("SimulatedBackend: abort() outside a transaction");
+    inside_ = false;
+    ++explicit_aborts_;
+    return TxStatus::aborted_explicit(Code);
+  }
+
+  bool in_transaction() const noexcept { return inside_; }
+
+  unsigned begins() const noexcept { return begins_; }
+  unsigned commits() const noexcept { return commits_; }
+  unsigned explicit_aborts() const noexcept { return explicit_aborts_; }
+
+ private:
+  std::vector<TxStatus> outcomes_;
+  std::size_t next_ = 0;
+  TxStatus then_ = TxStatus::begun();
+  bool available_ = true;
+  bool inside_ = false;
+  unsigned begins_ = 0;
+  unsigned commits_ = 0;
+  unsigned explicit_aborts_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Statistics.
+
+struct ElisionCounters {
+  std::uint64_t started = 0;    // transactions begun (XBEGIN executed)
+  std::uint64_t committed = 0;  // transactions committed
+  std::uint64_t aborts_was_locked = 0;
+  std::uint64_t aborts_explicit = 0;  // explicit aborts with another code
+  std::uint64_t aborts_capacity = 0;
+  std::uint64_t aborts_conflict = 0;
+  std::uint64_t aborts_other = 0;  // debug, nested, status 0
+  std::uint64_t fallbacks = 0;     // critical sections run under the lock
+  std::uint64_t aux_acquisitions = 0;
+
+  std::uint64_t aborted() const noexcept {
+    return aborts_was_locked + aborts_explicit + aborts_capacity + aborts_conflict + aborts_other;
+  }
+};
+
+enum class ElisionEvent : unsigned {
+  kStarted,
+  kCommitted,
+  kWasLockedAbort,  // the abort events follow AbortReason's order (abort_event)
+  kExplicitAbort,
+  kCapacityAbort,
+  kConflictAbort,
+  kOtherAbort,
+  kFallback,
+  kAuxAcquired,
+};
+
+constexpr ElisionEvent abort_event(TxStatus s) noexcept {
+  return static_cast<ElisionEvent>(static_cast<unsigned>(ElisionEvent::kWasLockedAbort) +
+                                   static_cast<unsigned>(abort_reason(s)));
+}
+
+class NoElisionStats {
+ public:
+  void record(ElisionEvent) noexcept {}
+  ElisionCounters snapshot() const noexcept { return {}; }
+  void reset() noexcept {}
+};
+
+class ElisionStats {
+ public:
+  void record(ElisionEvent event) noexcept {
+    // Relaxed: an event counter; snapshots taken after the counting threads are joined are
+    // exact (join synchronizes), snapshots taken meanwhile are approximate.
+    slots_[thread_slot()].value[static_cast<unsigned>(event)].fetch_add(1,
+                                                                        std::memory_order_relaxed);
+  }
+
+  ElisionCounters snapshot() const noexcept {
+    std::array<std::uint64_t, kEvents> sum{};
+    for (const auto& slot : slots_) {
+      for (unsigned e = 0; e < kEvents; ++e) {
+        sum[e] += slot.value[e].load(std::memory_order_relaxed);  // relaxed: see record()
+      }
+    }
+    auto at = [&](ElisionEvent e) { return sum[static_cast<unsigned>(e)]; };
+    return {at(ElisionEvent::kStarted),        at(ElisionEvent::kCommitted),
+            at(ElisionEvent::kWasLockedAbort), at(ElisionEvent::kExplicitAbort),
+            at(ElisionEvent::kCapacityAbort),  at(ElisionEvent::kConflictAbort),
+            at(ElisionEvent::kOtherAbort),     at(ElisionEvent::kFallback),
+            at(ElisionEvent::kAuxAcquired)};
+  }
+
+  void reset() noexcept {
+    for (auto& slot : slots_) {
+      for (auto& counter : slot.value) counter.store(0, std::memory_order_relaxed);  // see record()
+    }
+  }
+
+ private:
+  static constexpr unsigned kEvents = static_cast<unsigned>(ElisionEvent::kAuxAcquired) + 1;
+  std::array<CacheLinePadded<std::array<std::atomic<std::uint64_t>, kEvents>>, kThreadSlots>
+      slots_{};
+};
+
+// ---------------------------------------------------------------------------------------------
+// Policies.
+
+inline constexpr unsigned kDefaultMaxRetries = 10;
+
+enum class Access { kRead, kWrite };
+
+template <class L>
+concept SharedLockable = requires(L& lock) {
+  lock.lock_shared();
+  lock.unlock_shared();
+};
+
+template <class L>
+concept ElidableLock = requires(L& lock, const L& clock) {
+  lock.lock();
+  lock.unlock();
+  { clock.is_locked() } -> std::convertible_to<bool>;
+};
+
+namespace scheme {
+// When the transaction reads the lock, and whether aborted threads serialize on an aux lock.
+template <bool LazySubscription, bool SerializeAborts>
+struct ElisionScheme {
+  static constexpr bool kLazySubscription = LazySubscription;
+  static constexpr bool kSerializeAborts = SerializeAborts;
+};
+using Retry = ElisionScheme<false, false>;
+using Slr = ElisionScheme<true, false>;
+using Scm = ElisionScheme<false, true>;
+using Mix = ElisionScheme<true, true>;
+}  // namespace scheme
+
+namespace detail {
+
+// Would a critical section with access A conflict with the lock's current holders?
+template <Access A, class Lock>
+bool lock_busy(const Lock& lock) noexcept {
+  if constexpr (A == Access::kWrite && requires { lock.has_readers(); }) {
+    return lock.is_locked() || lock.has_readers();
+  } else {
+    return lock.is_locked();
+  }
+}
+
+// The fallback: f under the lock, shared for reads when the lock has a shared side.
+template <Access A, class Lock, class F>
+decltype(auto) run_locked(Lock& lock, F& f) {
+  if constexpr (A == Access::kRead && SharedLockable<Lock>) {
+    std::shared_lock guard(lock);
+    return f();
+  } else {
+    std::lock_guard guard(lock);
+    return f();
+  }
+}
+
+// The result of one run of f, kept until the transaction commits (R may be void or a reference).
+template <class R>
+class Captured {
+ public:
+  template <class F>
+  explicit Captured(F& f) : value_(f()) {}
+  R get() && { return std::forward<R>(value_); }
+
+ private:
+  R value_;
+};
+
+template <>
+class Captured<void> {
+ public:
+  template <class F>
+  explicit Captured(F& f) {
+    f();
+  }
+  void get() && {}
+};
+
+// The aux lock of schemes that do not serialize: never locked (no member is ever called).
+struct NoAuxLock {
+  void lock() noexcept {}
+  void unlock() noexcept {}
+};
+
+}  // namespace detail
+
+template <class Scheme, class Lock, class Backend, unsigned MaxRetries, class Stats>
+class BasicElision {
+  static_assert(ElidableLock<Lock>, "the lock must provide lock(), unlock() and is_locked()");
+  static constexpr bool kLazy = Scheme::kLazySubscription;
+  static constexpr bool kSerialize = Scheme::kSerializeAborts;
+  using AuxLock = std::conditional_t<kSerialize, McsLock, detail::NoAuxLock>;
+
+ public:
+  using lock_type = Lock;
+  using backend_type = Backend;
+  static constexpr unsigned kMaxRetries = MaxRetries;
+
+  // Runs f as a reader / a writer; returns f's result. f may run several times.
+  template <class F>
+  std::invoke_result_t<F&> read(F&& f) {
+    return run<Access::kRead>(f);
+  }
+  template <class F>
+  std::invoke_result_t<F&> write(F&& f) {
+    return run<Access::kWrite>(f);
+  }
+
+  // False: no transaction is ever attempted; every section runs under the lock.
+  bool speculative() const noexcept { return backend_.available(); }
+
+  Lock& mutex() noexcept { return lock_; }
+  McsLock& aux_mutex() noexcept requires kSerialize { return aux_; }
+  Backend& backend() noexcept { return backend_; }
+  ElisionCounters stats() const noexcept { return stats_.snapshot(); }
+  void reset_stats() noexcept { stats_.reset(); }
+
+ private:
+  template <Access A, class F>
+  std::invoke_result_t<F&> run(F& f) {
+    using R = std::invoke_result_t<F&>;
+    std::unique_lock<AuxLock> aux(aux_, std::defer_lock);  // (S4): released on every exit
+    if (backend_.available()) {
+      bool wait_first = !kLazy;
+      for (unsigned attempt = 0; attempt < MaxRetries; ++attempt) {
+        if (wait_first) wait_until_free<A>();  // (S3)
+        stats_.record(ElisionEvent::kStarted);
+        TxStatus status = backend_.begin();
+        if (status.started()) {
+          if (kLazy || !detail::lock_busy<A>(lock_)) {  // (S1)
+            detail::Captured<R> result(f);
+            if (!kLazy || !detail::lock_busy<A>(lock_)) {  // (S2)
+              backend_.end();
+              stats_.record(ElisionEvent::kCommitted);
+              return std::move(result).get();
+            }
+          }
+          status = backend_.template abort<kAbortWasLocked>();  // hardware: resumes at begin()
+        }
+        stats_.record(abort_event(status));
+        if (!worth_retrying(status)) break;
+        wait_first = !kLazy || status.was_locked();
+        if constexpr (kSerialize) {
+          if (!status.was_locked() && !aux.owns_lock()) {  // (S4)
+            aux.lock();
+            stats_.record(ElisionEvent::kAuxAcquired);
+          }
+        }
+      }
+    }
+    stats_.record(ElisionEvent::kFallback);
+    return detail::run_locked<A>(lock_, f);
+  }
+
+  template <Access A>
+  void wait_until_free() const noexcept {
+    SpinWait wait;
+    while (detail::lock_busy<A>(lock_)) wait.wait();
+  }
+
+  Lock lock_;
+  [[no_unique_address]] AuxLock aux_;
+  [[no_unique_address]] Backend backend_;
+  [[no_unique_address]] Stats stats_;
+};
+
+template <class Lock = McsLock, class Backend = RtmBackend,
+          unsigned MaxRetries = kDefaultMaxRetries, class Stats = NoElisionStats>
+using RetryElision = BasicElision<scheme::Retry, Lock, Backend, MaxRetries, Stats>;
+
+template <class Lock = McsLock, class Backend = RtmBackend,
+          unsigned MaxRetries = kDefaultMaxRetries, class Stats = NoElisionStats>
+using SlrElision = BasicElision<scheme::Slr, Lock, Backend, MaxRetries, Stats>;
+
+template <class Lock = McsLock, class Backend = RtmBackend,
+          unsigned MaxRetries = kDefaultMaxRetries, class Stats = NoElisionStats>
+using ScmElision = BasicElision<scheme::Scm, Lock, Backend, MaxRetries, Stats>;
+
+template <class Lock = McsLock, class Backend = RtmBackend,
+          unsigned MaxRetries = kDefaultMaxRetries, class Stats = NoElisionStats>
+using MixElision = BasicElision<scheme::Mix, Lock, Backend, MaxRetries, Stats>;
+
+// No elision: every section under the lock (shared for read() when the lock has a shared side).
+template <class Lock = McsLock, class Stats = NoElisionStats>
+class LockOnly {
+ public:
+  using lock_type = Lock;
+
+  template <class F>
+  std::invoke_result_t<F&> read(F&& f) {
+    stats_.record(ElisionEvent::kFallback);
+    return detail::run_locked<Access::kRead>(lock_, f);
+  }
+  template <class F>
+  std::invoke_result_t<F&> write(F&& f) {
+    stats_.record(ElisionEvent::kFallback);
+    return detail::run_locked<Access::kWrite>(lock_, f);
+  }
+
+  static constexpr bool speculative() noexcept { return false; }
+
+  Lock& mutex() noexcept { return lock_; }
+  ElisionCounters stats() const noexcept { return stats_.snapshot(); }
+  void reset_stats() noexcept { stats_.reset(); }
+
+ private:
+  Lock lock_;
+  [[no_unique_address]] Stats stats_;
+};
+
+}  // namespace ccf::sync
+
+#undef CCF_SYNC_X86

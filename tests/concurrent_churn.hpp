@@ -1,0 +1,93 @@
+// The shared stress test of every concurrent filter: readers continuously look up a resident
+// set (inserted first, never erased) while writers insert and erase keys of their own.
+//
+// Invariants checked: no resident key is ever missed (zero false negatives under concurrent
+// relocation); every erase of a key its writer knows is present succeeds; at the end every key
+// a writer left inserted is present and size() equals resident + left-in keys exactly.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "ccf/status.hpp"
+#include "test_keys.hpp"
+
+namespace ccf::testing {
+
+struct ChurnConfig {
+  std::size_t capacity;
+  double fill;  // resident keys + writer key pools, as a fraction of capacity
+  unsigned readers;
+  unsigned writers;
+  int operations_per_writer;
+};
+
+template <class Filter>
+void churn(Filter& filter, const ChurnConfig& config) {
+  // Half of the target fill is resident; the writers' key pools are the other half.
+  const auto half =
+      static_cast<std::size_t>(config.fill * static_cast<double>(config.capacity) / 2);
+  const auto resident = member_keys(half, 31);
+  for (const auto key : resident) ASSERT_EQ(filter.insert(key), Status::kOk);
+  const std::size_t per_writer = half / config.writers;
+
+  std::atomic<std::uint64_t> misses{0}, lookups{0};
+  std::atomic<unsigned> writers_done{0};
+  std::vector<std::vector<std::uint64_t>> left_in(config.writers);
+  std::barrier start(static_cast<std::ptrdiff_t>(config.readers + config.writers));
+  {
+    std::vector<std::jthread> threads;
+    for (unsigned w = 0; w < config.writers; ++w) {
+      threads.emplace_back([&, w] {
+        // Writer w owns the keys of stream 1000 + w: disjoint from everyone else's.
+        const auto mine = member_keys(per_writer, 1000 + w);
+        std::vector<bool> present(per_writer, false);
+        std::mt19937_64 rng(w);
+        start.arrive_and_wait();
+        for (int op = 0; op < config.operations_per_writer; ++op) {
+          const std::size_t i = rng() % per_writer;
+          if (present[i]) {
+            ASSERT_EQ(filter.erase(mine[i]), Status::kOk);
+            present[i] = false;
+          } else {
+            present[i] = filter.insert(mine[i]) == Status::kOk;
+          }
+        }
+        for (std::size_t i = 0; i < per_writer; ++i) {
+          if (present[i]) left_in[w].push_back(mine[i]);
+        }
+        writers_done.fetch_add(1);
+      });
+    }
+    for (unsigned r = 0; r < config.readers; ++r) {
+      threads.emplace_back([&, r] {
+        std::size_t i = r;
+        std::uint64_t local_misses = 0, local_lookups = 0;
+        start.arrive_and_wait();
+        // Until every writer has finished, and at least one full pass over the resident set.
+        while (writers_done.load() < config.writers || local_lookups < resident.size()) {
+          local_misses += !filter.contains(resident[i]);
+          ++local_lookups;
+          i = (i + 7919) % resident.size();
+        }
+        misses += local_misses;
+        lookups += local_lookups;
+      });
+    }
+  }
+  EXPECT_EQ(misses.load(), 0u) << "false negatives among " << lookups.load() << " lookups";
+  std::size_t expected_size = resident.size();
+  for (const auto& keys : left_in) {
+    expected_size += keys.size();
+    for (const auto key : keys) ASSERT_TRUE(filter.contains(key));
+  }
+  for (const auto key : resident) ASSERT_TRUE(filter.contains(key));
+  EXPECT_EQ(filter.size(), expected_size);
+}
+
+}  // namespace ccf::testing
