@@ -147,7 +147,7 @@ struct YieldHook {
 TEST(KcasLinearizability, RandomSmallHistories) {
   constexpr unsigned kThreads = 3;
   constexpr unsigned kOpsPerThread = 4;
-  constexpr int kRounds = 20'000;
+  constexpr int kRounds = 40'000;
 
   Kcas<kWords, KcasStats, YieldHook> kcas;
   std::array<KcasWord, kWords> words{};

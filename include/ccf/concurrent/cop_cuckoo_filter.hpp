@@ -26,8 +26,8 @@
 #include "ccf/detail/addressing.hpp"
 #include "ccf/detail/atomic_packed_table.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
+#include "ccf/detail/sharded_counter.hpp"
 #include "ccf/sync/cop.hpp"
-#include "ccf/sync/spin_wait.hpp"
 
 namespace ccf {
 
@@ -51,11 +51,7 @@ class CopCuckooFilter {
   Status erase(std::uint64_t key) { return erase_at(locate(hash_key(key, seed_))); }
   Status erase(std::string_view key) { return erase_at(locate(hash_key(key, seed_))); }
 
-  std::size_t size() const noexcept {
-    std::int64_t total = 0;
-    for (const auto& slot : items_) total += slot.value.load(std::memory_order_relaxed);
-    return static_cast<std::size_t>(total);
-  }
+  std::size_t size() const noexcept { return static_cast<std::size_t>(items_.value()); }
   std::size_t capacity() const noexcept { return table_.bucket_count() * kSlots; }
   double load_factor() const noexcept {
     return static_cast<double>(size()) / static_cast<double>(capacity());
@@ -181,16 +177,14 @@ class CopCuckooFilter {
     return Status::kOk;
   }
 
-  // Per-thread-slot counters: no shared line that every transaction would write.
-  void count(std::int64_t delta) noexcept {
-    items_[sync::thread_slot()].value.fetch_add(delta, std::memory_order_relaxed);
-  }
+  // Sharded: no shared line that every transaction would write (and so conflict on).
+  void count(std::int64_t delta) noexcept { items_.add(delta); }
 
   table_type table_;
   detail::Addressing<kFpBits> addressing_;
   std::uint64_t seed_;
   mutable Executor executor_;
-  std::array<sync::CacheLinePadded<std::atomic<std::int64_t>>, sync::kThreadSlots> items_{};
+  detail::ShardedCounter items_;
 };
 
 }  // namespace ccf

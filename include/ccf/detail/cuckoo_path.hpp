@@ -24,6 +24,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -58,9 +59,20 @@ struct CuckooPathStep {
 template <unsigned Slots, unsigned MaxDepth = kDefaultPathDepth<Slots>>
 struct CuckooPath {
   static constexpr unsigned kMaxDepth = MaxDepth;
+  static constexpr unsigned kSlotBits = std::bit_width(Slots - 1);  // 2 for b = 4
+  static_assert(1 + kSlotBits * MaxDepth <= 32, "the compressed path must fit 32 bits");
+
   // steps[0].bucket is i1 or i2; steps[length - 1].bucket has an empty slot.
   std::array<CuckooPathStep, MaxDepth + 1> steps;
   unsigned length = 0;
+  // The same path compressed into one integer (the lock-free filter's representation, seed 001
+  // Algorithm 3): bit 0 says which candidate it starts at (0: i1, 1: i2), then kSlotBits per
+  // step give the slot whose fingerprint moves: slot of step k at bits [1 + k*w, 1 + (k+1)*w).
+  std::uint32_t code = 0;
+
+  static constexpr unsigned slot_in(std::uint32_t code, unsigned step) noexcept {
+    return (code >> (1 + step * kSlotBits)) & ((1u << kSlotBits) - 1);
+  }
 };
 
 // Returns true and fills `path` if some bucket within kMaxDepth displacements of i1 or i2 has
@@ -75,11 +87,13 @@ bool find_cuckoo_path(const Table& table, const Addressing& addressing, std::uin
     std::uint32_t fp;     // the parent's fingerprint that leads here
     std::uint8_t slot;    // the parent's slot holding it
     std::uint8_t depth;
+    std::uint32_t code;  // the path from the root, compressed (CuckooPath::code)
   };
+  using Path = CuckooPath<Table::kSlots, MaxDepth>;
   std::array<Node, Limits::kMaxNodes> nodes;
   std::size_t count = 0;
-  nodes[count++] = {i1, -1, 0, 0, 0};
-  if (i2 != i1) nodes[count++] = {i2, -1, 0, 0, 0};
+  nodes[count++] = {i1, -1, 0, 0, 0, 0};
+  if (i2 != i1) nodes[count++] = {i2, -1, 0, 0, 0, 1};
 
   const auto on_chain = [&](std::int32_t index, std::uint64_t bucket) {
     for (; index >= 0; index = nodes[index].parent) {
@@ -99,14 +113,20 @@ bool find_cuckoo_path(const Table& table, const Addressing& addressing, std::uin
         const std::uint64_t child = addressing.alternate(nodes[n].bucket, fp);
         if (on_chain(static_cast<std::int32_t>(n), child)) continue;
         table.prefetch(child);
-        nodes[count++] = {child, static_cast<std::int32_t>(n), fp, static_cast<std::uint8_t>(slot),
-                          static_cast<std::uint8_t>(depth)};
+        const std::uint32_t code = nodes[n].code | slot << (1 + (depth - 1) * Path::kSlotBits);
+        nodes[count++] = {child,
+                          static_cast<std::int32_t>(n),
+                          fp,
+                          static_cast<std::uint8_t>(slot),
+                          static_cast<std::uint8_t>(depth),
+                          code};
       }
     }
     // ... then look for room among the children, whose misses now overlap.
     for (std::size_t n = level_end; n < count; ++n) {
       if (!table.has_empty(nodes[n].bucket)) continue;
       path.length = depth + 1;
+      path.code = nodes[n].code;
       for (std::int32_t at = static_cast<std::int32_t>(n); at >= 0; at = nodes[at].parent) {
         const unsigned step = nodes[at].depth;
         path.steps[step].bucket = nodes[at].bucket;

@@ -1,0 +1,591 @@
+// Kcas: lock-free multi-word compare-and-swap over 64-bit words.
+//
+// The lock-free cuckoo filter moves a fingerprint between two buckets in one step: clear the
+// slot in the source bucket word and fill the slot in the target bucket word (both words also
+// carry a migration counter). Kcas makes such a change of up to MaxWords words atomic.
+//
+// ALGORITHM: Guerraoui, Kogan, Marathe, Zablotchi, "Efficient Multi-word Compare and Swap",
+// DISC 2020 (GKMZ). Chosen over Harris-Fraser-Pratt (HFP, 2002) because it needs k + 1 CASes
+// on the critical path where HFP needs 3k + 1 (an RDCSS, i.e. two CASes, to install each word
+// plus k CASes to remove the descriptor), and because its descriptor is one flat object with no
+// RDCSS sub-descriptors. GKMZ pays for this by leaving the descriptor in the words after the
+// operation; readers see through it (below) and reclamation removes it later, off the
+// critical path.
+//
+// A word holds either a payload or a reference to entry i of a descriptor:
+//
+//   bit:    63   62                                                          0
+//         +----+--------------------------------------------------------------+
+//         |  0 | payload: 63 bits, the caller's data (KcasField packs fields) |
+//         +----+--------------------------------------------------------------+
+//         |  1 | descriptor address (64-byte aligned, < 2^63)  |  entry i     |
+//         +----+--------------------------------------------------------------+
+//   So bit 63 is reserved; bits 0..62 (kPayloadBits = 63) are the caller's. A filter bucket of
+//   4 x 12-bit fingerprints (48 bits) leaves 15 bits for its migration counter.
+//
+//   descriptor (64-byte aligned, recycled through per-thread free lists):
+//     status        active -> succeeded | failed, decided once
+//     size, owner   n entries; the Kcas whose epoch domain reclaims it
+//     entries[0..n) {word, expected, desired}, sorted by word address
+//
+//   logical value of a word = payload                      if it holds a payload
+//                           = entries[i].expected          if it refers to an active or failed D
+//                           = entries[i].desired           if it refers to a succeeded D
+//
+// compare_exchange(entries), k = n words, run by the owner and by any thread that helps:
+//   1. for i in 0..n (address order): read word i;
+//        it refers to D (entry i)         -> installed already, next word
+//        it refers to another ACTIVE D'   -> help D' to completion, re-read
+//        its logical value != expected_i  -> outcome = failed, stop
+//        D is no longer active            -> stop (someone decided)
+//        CAS(word i: what was read -> ref(D, i)), retry on failure        (k CASes)
+//   2. CAS(D.status: active -> outcome)            the linearization point (1 CAS)
+//   3. later, by reclamation: CAS(word i: ref(D, i) -> final value)      (k CASes, off path)
+// So a successful K-CAS costs k + 1 CASes on its critical path and 2k + 1 in all (HFP: 3k + 1,
+// all on the critical path), plus one epoch pin (a locked store). Before allocating anything,
+// compare_exchange reads the words and fails at once if one already differs from its expected value
+// (a failed K-CAS changes nothing, so it may linearize at that read).
+//
+// Why this is linearizable. A reference to an active D is only ever replaced after D has been
+// decided (whoever finds D active helps it first), so when the status CAS succeeds every word
+// refers to D and all logical values switch from expected to desired (or stay) at once.
+//
+// The one hazard: a "late" helper reads word i (value v), checks that D is active, is
+// preempted, and meanwhile D is installed, decided and removed and the word holds v again;
+// the helper's CAS would then re-install a decided D and change the word's value. HFP prevents
+// this with RDCSS; GKMZ, and this file, with one rule:
+//
+//   (R) a payload is written over a descriptor reference only by finalization (step 3), and
+//       finalization starts only after an epoch grace period that follows D's decision.
+//
+// Why (R) suffices. The late helper H read word i while D was active, so H has been pinned
+// since before D, or any descriptor installed in word i after H's read, was decided and
+// retired; none of them can be finalized until H unpins. So once word i holds a reference it
+// holds no payload again before H's CAS; nor can the reference H read recur (a decided
+// descriptor is never installed anew: induct on the first re-install). H's CAS therefore
+// succeeds only if word i never held ref(D, i) since H's read, which means D did not succeed
+// (success needs every word installed), and installing a failed D is harmless: it reads as
+// expected_i, the value it replaced. cas() keeps (R): a payload replaces a payload directly
+// (1 CAS), but a decided descriptor is replaced by a fresh, already-succeeded one-word
+// descriptor (1 CAS, and a descriptor). tests/kcas_test.cpp (KcasLateHelper) plays the hazard.
+//
+// Reclamation (reclamation.hpp): the owner retires D once decided; after the first grace
+// period the finalizer runs step 3 (a CAS that fails where someone else already replaced the
+// reference) and retires D again; after the second grace period D is freed. So every word a
+// Kcas operated on must outlive the Kcas, or drain() must run before the words go away.
+//
+// Reads see through descriptors: read() returns the logical value above and never helps, so a
+// reader writes nothing to shared words (a reference's status is read after the reference; if
+// D is active the value was `expected` at the earlier read, otherwise the read linearizes just
+// after D's decision, when the word still referred to D). A plain payload costs one load; a
+// reference adds an epoch pin and two loads from the descriptor.
+//
+// Progress: compare_exchange and cas are lock-free: an operation retries only when another
+// one changed a word or decided a descriptor, and it helps rather than waits, so a thread
+// stopped anywhere (see the hook below) never stops the others. Helping nests: while helping
+// D' at word w, a thread may meet D'' at a word above w (entries are installed in address
+// order, so the chain strictly climbs the address order and cannot cycle); the depth is at
+// most the number of concurrent K-CAS operations. read() is wait-free. A stalled thread
+// delays only reclamation (and so the finalization of the words its epoch pins).
+//
+// Synchronization points. All accesses to words and statuses are seq_cst: the argument for (R)
+// uses the single total order (a thread that pins after D was retired must read D's decided
+// status), and on x86-64 a seq_cst load is a plain load and every CAS is a locked instruction
+// anyway. Numbered for reference below:
+//   (K1) read a word            (K2) install CAS: word -> ref(D, i)   [publishes D's entries]
+//   (K3) read a status          (K4) decision CAS on D.status
+//   (K5) cas(): payload CAS     (K6) cas(): CAS word -> ref(fresh, 0)
+//   (K7) finalization CAS: ref(D, i) -> final value
+// Statistics counters are relaxed (they order nothing).
+//
+// FAQ
+// - Can a word be changed by two Kcas objects? No. A word belongs to one Kcas: descriptors are
+//   protected by the epoch domain of the Kcas that made them.
+// - Can I load a KcasWord myself? No; it may hold a descriptor reference. Use read().
+// - What must outlive what? Every word must outlive its Kcas (whose destructor finalizes the
+//   descriptors still in words), or the owner must call drain() while quiescent first.
+// - Does a failed compare_exchange write? It may have installed its descriptor in some words
+//   before finding the mismatch; their logical values never change.
+// - Why is read() not helping? It need not: seeing through is linearizable and wait-free, and
+//   it keeps lookups free of shared writes.
+//
+// Test hook: Hook::kEnabled = true makes the algorithm call hook(event) before and after each
+// install CAS and before each decision, in owners and helpers alike; a test can block there to play
+// a stalled thread. The default NoKcasHook compiles to nothing.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <span>
+#include <stdexcept>
+#include <utility>
+
+#include "ccf/lockfree/reclamation.hpp"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CCF_LOCKFREE_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CCF_LOCKFREE_ASAN 1
+#endif
+#endif
+#ifdef CCF_LOCKFREE_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace ccf::lockfree {
+
+namespace detail {
+
+// Marks memory that is cached for reuse as unaddressable for AddressSanitizer, so that a use
+// after reclamation is still reported when blocks are recycled instead of freed.
+inline void poison(const void* p, std::size_t bytes) noexcept {
+#ifdef CCF_LOCKFREE_ASAN
+  __asan_poison_memory_region(p, bytes);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+inline void unpoison(const void* p, std::size_t bytes) noexcept {
+#ifdef CCF_LOCKFREE_ASAN
+  __asan_unpoison_memory_region(p, bytes);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+}  // namespace detail
+
+enum class KcasStatus : std::uint32_t { kActive, kSucceeded, kFailed };
+
+// Where a hook is called from.
+enum class KcasHookPoint : std::uint8_t {
+  kBeforeInstall,  // this thread checked entries[index].word and is about to CAS it
+  kAfterInstall,   // this thread's CAS just installed the descriptor in entries[index].word
+  kBeforeDecide,   // this thread is about to CAS the status (index = number of entries)
+};
+
+struct KcasHookEvent {
+  KcasHookPoint point;
+  unsigned index;
+  bool helping;                           // false in the thread that started the K-CAS
+  const std::atomic<KcasStatus>* status;  // the descriptor's status, alive during the call
+};
+
+// The default hook: none.
+struct NoKcasHook {
+  static constexpr bool kEnabled = false;
+  void operator()(const KcasHookEvent&) const noexcept {}
+};
+
+// The default statistics: none.
+struct NoKcasStats {
+  static constexpr bool kEnabled = false;
+};
+
+// Opt-in statistics, relaxed counters (approximate while operations run).
+struct KcasStats {
+  static constexpr bool kEnabled = true;
+  std::atomic<std::uint64_t> kcas_calls{0};  // compare_exchange with >= 2 distinct words
+  std::atomic<std::uint64_t> kcas_successes{0};
+  std::atomic<std::uint64_t> kcas_early_failures{0};  // failed by the pre-read, no descriptor
+  std::atomic<std::uint64_t> cas_calls{0};            // single-word cas (and 1-word K-CAS)
+  std::atomic<std::uint64_t> cas_successes{0};
+  std::atomic<std::uint64_t> cas_over_descriptor{0};  // cas that needed a one-word descriptor
+  std::atomic<std::uint64_t> helps{0};                // descriptors of other operations helped
+  std::atomic<std::uint64_t> descriptors_allocated{0};
+  std::atomic<std::uint64_t> descriptors_freed{0};
+  std::atomic<std::uint64_t> words_finalized{0};  // finalization CASes that succeeded
+};
+
+template <std::size_t MaxWords = 4, class Stats = NoKcasStats, class Hook = NoKcasHook>
+class Kcas;
+
+// A 64-bit word that K-CAS operations may change. Only a Kcas reads or writes its contents.
+class alignas(8) KcasWord {
+ public:
+  static constexpr unsigned kPayloadBits = 63;
+  static constexpr std::uint64_t kMarkBit = std::uint64_t{1} << kPayloadBits;
+  static constexpr std::uint64_t kPayloadMask = kMarkBit - 1;
+
+  static constexpr bool is_payload(std::uint64_t value) noexcept { return (value & kMarkBit) == 0; }
+
+  constexpr KcasWord() noexcept : raw_(0) {}
+  explicit constexpr KcasWord(std::uint64_t payload) noexcept : raw_(payload) {
+    assert(is_payload(payload));
+  }
+  KcasWord(const KcasWord&) = delete;
+  KcasWord& operator=(const KcasWord&) = delete;
+
+  // True when the word holds a payload rather than a descriptor reference (for tests and
+  // diagnostics: after Kcas::drain() every word is settled).
+  bool is_settled() const noexcept { return is_payload(raw_.load()); }
+
+ private:
+  template <std::size_t, class, class>
+  friend class Kcas;
+  std::atomic<std::uint64_t> raw_;
+};
+
+// A bit field of a payload: bits [Offset, Offset + Width) of the 63 payload bits.
+//   using Fingerprints = KcasField<0, 48>;  using Counter = KcasField<48, 15>;
+//   payload = Counter::set(payload, Counter::get(payload) + 1);
+template <unsigned Offset, unsigned Width>
+struct KcasField {
+  static_assert(Width > 0 && Offset + Width <= KcasWord::kPayloadBits,
+                "a field must lie within payload bits 0..62");
+  static constexpr std::uint64_t kMax = (std::uint64_t{1} << Width) - 1;
+  static constexpr std::uint64_t kMask = kMax << Offset;
+
+  static constexpr std::uint64_t get(std::uint64_t payload) noexcept {
+    return (payload & kMask) >> Offset;
+  }
+  // Replaces the field; bits of `value` above Width are dropped (so a counter wraps).
+  static constexpr std::uint64_t set(std::uint64_t payload, std::uint64_t value) noexcept {
+    return (payload & ~kMask) | ((value & kMax) << Offset);
+  }
+};
+
+// One word of a K-CAS: change *word from expected to desired (both payloads).
+struct KcasEntry {
+  KcasWord* word;
+  std::uint64_t expected;
+  std::uint64_t desired;
+};
+
+template <std::size_t MaxWords, class Stats, class Hook>
+class Kcas {
+  static_assert(MaxWords >= 2 && MaxWords <= 64, "entry indices live in the 6 alignment bits");
+
+  struct alignas(64) Descriptor {
+    std::atomic<KcasStatus> status;
+    std::uint32_t size;
+    Kcas* owner;
+    Descriptor* next_free;  // link in a thread's free list
+    std::array<KcasEntry, MaxWords> entries;
+  };
+
+  // Descriptors are recycled through a small per-thread free list: most are reclaimed by the
+  // thread that allocated them, and new/delete of a 64-byte-aligned block cost about a third of
+  // an uncontended K-CAS. Cached descriptors are poisoned for AddressSanitizer.
+  static constexpr unsigned kCachedDescriptors = 64;
+
+  class FreeList {
+   public:
+    FreeList() = default;
+    FreeList(const FreeList&) = delete;
+    FreeList& operator=(const FreeList&) = delete;
+    ~FreeList() {
+      while (Descriptor* d = pop()) delete d;
+      closed() = true;  // a Kcas destroyed later in this thread (static storage) deletes
+    }
+
+    // Set once this thread's list is destroyed; trivially destructible, so it stays readable.
+    static bool& closed() noexcept {
+      thread_local constinit bool flag = false;
+      return flag;
+    }
+
+    Descriptor* pop() noexcept {
+      Descriptor* d = head_;
+      if (d == nullptr) return nullptr;
+      detail::unpoison(d, sizeof(Descriptor));
+      head_ = d->next_free;
+      --size_;
+      return d;
+    }
+
+    bool push(Descriptor* d) noexcept {
+      if (size_ == kCachedDescriptors) return false;
+      d->next_free = head_;
+      head_ = d;
+      ++size_;
+      detail::poison(d, sizeof(Descriptor));
+      return true;
+    }
+
+   private:
+    Descriptor* head_ = nullptr;
+    unsigned size_ = 0;
+  };
+
+  static FreeList* free_list() noexcept {
+    if (FreeList::closed()) return nullptr;
+    thread_local FreeList list;
+    return &list;
+  }
+
+ public:
+  static constexpr std::size_t kMaxWords = MaxWords;
+
+  Kcas() = default;
+  explicit Kcas(Hook hook) : hook_(std::move(hook)) {}
+  Kcas(const Kcas&) = delete;
+  Kcas& operator=(const Kcas&) = delete;
+  // Finalizes and frees every descriptor: no operation may run concurrently, and every word
+  // this Kcas operated on must still exist.
+  ~Kcas() { drain(); }
+
+  // The logical value of `word`. Wait-free; writes nothing shared.
+  std::uint64_t read(const KcasWord& word) const {
+    const std::uint64_t content = word.raw_.load();  // (K1)
+    if (KcasWord::is_payload(content)) return content;
+    const auto guard = domain_.pin();
+    // Re-read under the guard: only a reference read while pinned is safe to follow.
+    return logical_value(word.raw_.load());  // (K1)
+  }
+
+  // Single-word compare-and-swap on the logical value; lock-free. Cooperates with K-CAS
+  // operations in flight (helps the one that holds the word, if it must).
+  bool cas(KcasWord& word, std::uint64_t expected, std::uint64_t desired) {
+    assert(KcasWord::is_payload(expected) && KcasWord::is_payload(desired));
+    count(&KcasStats::cas_calls);
+    std::uint64_t content = word.raw_.load();  // (K1)
+    while (KcasWord::is_payload(content)) {
+      if (content != expected) return false;
+      // (R) allows a payload over a payload.
+      if (word.raw_.compare_exchange_weak(content, desired)) {  // (K5)
+        count(&KcasStats::cas_successes);
+        return true;
+      }
+    }
+    return cas_over_descriptor(word, expected, desired);
+  }
+
+  // Atomically: if every entries[i].word holds entries[i].expected, store every desired value
+  // and return true; otherwise change nothing and return false. Lock-free.
+  // Throws std::invalid_argument if entries.size() > MaxWords. Preconditions: values are payloads;
+  // an entry may repeat a word only with the same expected and desired values (a repeat with
+  // another expected value makes the K-CAS fail; one with another desired value is a caller bug and
+  // fails too).
+  bool compare_exchange(std::span<const KcasEntry> entries) {
+    if (entries.size() > MaxWords) throw std::invalid_argument("Kcas: more entries than MaxWords");
+    std::array<KcasEntry, MaxWords> sorted{};
+    std::size_t n = 0;
+    for (const KcasEntry& e : entries) {
+      assert(KcasWord::is_payload(e.expected) && KcasWord::is_payload(e.desired));
+      // Insertion sort by address; merge exact repeats.
+      std::size_t at = n;
+      while (at > 0 && std::less<>{}(e.word, sorted[at - 1].word)) --at;
+      if (at > 0 && sorted[at - 1].word == e.word) {
+        const KcasEntry& same = sorted[at - 1];
+        assert(same.expected != e.expected || same.desired == e.desired);
+        if (same.expected != e.expected || same.desired != e.desired) return false;
+        continue;
+      }
+      std::move_backward(sorted.begin() + at, sorted.begin() + n, sorted.begin() + n + 1);
+      sorted[at] = e;
+      ++n;
+    }
+    if (n == 0) return true;
+    if (n == 1) return cas(*sorted[0].word, sorted[0].expected, sorted[0].desired);
+
+    count(&KcasStats::kcas_calls);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (read(*sorted[i].word) != sorted[i].expected) {
+        count(&KcasStats::kcas_early_failures);
+        return false;
+      }
+    }
+    Descriptor* d = make_descriptor(KcasStatus::kActive, n, sorted);
+    bool succeeded = false;
+    {
+      const auto guard = domain_.pin();
+      succeeded = run(*d, /*helping=*/false);
+    }
+    domain_.retire(d, &finalize);
+    if (succeeded) count(&KcasStats::kcas_successes);
+    return succeeded;
+  }
+
+  bool compare_exchange(std::initializer_list<KcasEntry> entries) {
+    return compare_exchange(std::span<const KcasEntry>(entries.begin(), entries.size()));
+  }
+
+  // Finalizes every retired descriptor (its words get their final payloads) and frees it,
+  // ignoring epochs. Only when quiescent (no operation on this Kcas in flight, and the caller
+  // has synchronized with the threads that ran them, e.g. joined them). Returns the number of
+  // reclamation steps run (two per descriptor).
+  std::size_t drain() { return domain_.drain(); }
+
+  EpochDomain& domain() noexcept { return domain_; }
+  const Stats& stats() const noexcept { return stats_; }
+  Hook& hook() noexcept { return hook_; }
+
+ private:
+  enum class Install { kDone, kMismatch, kDecided };
+
+  static std::uint64_t reference(const Descriptor* d, std::uint32_t index) noexcept {
+    const auto address = reinterpret_cast<std::uintptr_t>(d);
+    assert((address & KcasWord::kMarkBit) == 0 && (address & 63) == 0);
+    return KcasWord::kMarkBit | address | index;
+  }
+  static Descriptor* descriptor_of(std::uint64_t ref) noexcept {
+    return reinterpret_cast<Descriptor*>(
+        static_cast<std::uintptr_t>(ref & KcasWord::kPayloadMask & ~std::uint64_t{63}));
+  }
+  static std::uint32_t index_of(std::uint64_t ref) noexcept {
+    return static_cast<std::uint32_t>(ref & 63);
+  }
+
+  // The logical value of a word's content; the caller is pinned if it is a reference.
+  static std::uint64_t logical_value(std::uint64_t content) noexcept {
+    if (KcasWord::is_payload(content)) return content;
+    const Descriptor& d = *descriptor_of(content);
+    const KcasEntry& e = d.entries[index_of(content)];
+    return d.status.load() == KcasStatus::kSucceeded ? e.desired : e.expected;  // (K3)
+  }
+
+  // Steps 1-2 for descriptor d; the caller is pinned. Returns whether d succeeded.
+  bool run(Descriptor& d, bool helping) {
+    KcasStatus outcome = KcasStatus::kSucceeded;
+    for (std::uint32_t i = 0; i < d.size; ++i) {
+      const Install result = install(d, i, helping);
+      if (result == Install::kDone) continue;
+      if (result == Install::kMismatch) outcome = KcasStatus::kFailed;
+      break;
+    }
+    hook(KcasHookPoint::kBeforeDecide, d.size, helping, d);
+    KcasStatus active = KcasStatus::kActive;
+    d.status.compare_exchange_strong(active, outcome);  // (K4) linearization point
+    return d.status.load() == KcasStatus::kSucceeded;   // (K3)
+  }
+
+  // Step 1 for entry i of d.
+  Install install(Descriptor& d, std::uint32_t i, bool helping) {
+    const KcasEntry& e = d.entries[i];
+    const std::uint64_t mine = reference(&d, i);
+    std::uint64_t content = e.word->raw_.load();  // (K1)
+    while (content != mine) {
+      if (!KcasWord::is_payload(content)) {
+        Descriptor& other = *descriptor_of(content);
+        if (other.status.load() == KcasStatus::kActive) {  // (K3)
+          count(&KcasStats::helps);
+          run(other, /*helping=*/true);
+          content = e.word->raw_.load();  // (K1)
+          continue;
+        }
+      }
+      if (logical_value(content) != e.expected) return Install::kMismatch;
+      if (d.status.load() != KcasStatus::kActive) return Install::kDecided;  // (K3)
+      hook(KcasHookPoint::kBeforeInstall, i, helping, d);
+      if (e.word->raw_.compare_exchange_strong(content, mine)) {  // (K2)
+        hook(KcasHookPoint::kAfterInstall, i, helping, d);
+        break;
+      }
+    }
+    return Install::kDone;
+  }
+
+  // cas() when the word holds a descriptor reference.
+  bool cas_over_descriptor(KcasWord& word, std::uint64_t expected, std::uint64_t desired) {
+    Descriptor* fresh = nullptr;
+    bool published = false;
+    bool succeeded = false;
+    {
+      const auto guard = domain_.pin();
+      std::uint64_t content = word.raw_.load();  // (K1), re-read under the guard
+      for (;;) {
+        if (KcasWord::is_payload(content)) {
+          if (content != expected) break;
+          if (word.raw_.compare_exchange_weak(content, desired)) {  // (K5)
+            succeeded = true;
+            break;
+          }
+          continue;
+        }
+        Descriptor& other = *descriptor_of(content);
+        if (other.status.load() == KcasStatus::kActive) {  // (K3)
+          // Its logical value is its expected value; help only if that matches.
+          if (other.entries[index_of(content)].expected != expected) break;
+          count(&KcasStats::helps);
+          run(other, /*helping=*/true);
+          content = word.raw_.load();  // (K1)
+          continue;
+        }
+        if (logical_value(content) != expected) break;
+        // (R): a decided descriptor gives way to a one-word descriptor born succeeded (no
+        // thread ever helps it), not to a payload.
+        if (fresh == nullptr) {
+          fresh = make_descriptor(KcasStatus::kSucceeded, 1, {KcasEntry{&word, expected, desired}});
+        }
+        if (word.raw_.compare_exchange_weak(content, reference(fresh, 0))) {  // (K6)
+          published = true;
+          succeeded = true;
+          break;
+        }
+      }
+    }
+    if (published) {
+      count(&KcasStats::cas_over_descriptor);
+      domain_.retire(fresh, &finalize);
+    } else if (fresh != nullptr) {
+      destroy(fresh);
+    }
+    if (succeeded) count(&KcasStats::cas_successes);
+    return succeeded;
+  }
+
+  // Reclamation, first grace period over: no thread can install d any more (R). Step 3.
+  static void finalize(void* p) {
+    auto* d = static_cast<Descriptor*>(p);
+    const bool succeeded = d->status.load() == KcasStatus::kSucceeded;  // (K3)
+    for (std::uint32_t i = 0; i < d->size; ++i) {
+      const KcasEntry& e = d->entries[i];
+      std::uint64_t mine = reference(d, i);
+      if (e.word->raw_.compare_exchange_strong(mine, succeeded ? e.desired : e.expected)) {  // (K7)
+        d->owner->count(&KcasStats::words_finalized);
+      }
+    }
+    d->owner->domain_.retire(d, &destroy);
+  }
+
+  // Reclamation, second grace period over: no thread can reach d any more.
+  static void destroy(void* p) {
+    auto* d = static_cast<Descriptor*>(p);
+    d->owner->count(&KcasStats::descriptors_freed);
+    FreeList* list = free_list();
+    if (list == nullptr || !list->push(d)) delete d;
+  }
+
+  Descriptor* make_descriptor(KcasStatus status, std::size_t size,
+                              const std::array<KcasEntry, MaxWords>& entries) {
+    FreeList* list = free_list();
+    Descriptor* d = list != nullptr ? list->pop() : nullptr;
+    if (d == nullptr) d = new Descriptor;
+    // Relaxed: no other thread can see d (recycled descriptors are past two grace periods);
+    // the install CAS (K2) or (K6) publishes it.
+    d->status.store(status, std::memory_order_relaxed);
+    d->size = static_cast<std::uint32_t>(size);
+    d->owner = this;
+    d->entries = entries;
+    count(&KcasStats::descriptors_allocated);
+    return d;
+  }
+
+  void hook(KcasHookPoint point, std::uint32_t index, bool helping, const Descriptor& d) {
+    if constexpr (Hook::kEnabled) hook_(KcasHookEvent{point, index, helping, &d.status});
+  }
+
+  void count(std::atomic<std::uint64_t> KcasStats::*counter) noexcept {
+    if constexpr (Stats::kEnabled) {
+      // Statistics: relaxed, no ordering needed.
+      (stats_.*counter).fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  [[no_unique_address]] Stats stats_;
+  [[no_unique_address]] Hook hook_;
+  mutable EpochDomain domain_;
+};
+
+}  // namespace ccf::lockfree
