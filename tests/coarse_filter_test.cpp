@@ -45,12 +45,12 @@ constexpr int kRounds = ccf::testing::scaled(200'000, 10);
 
 TYPED_TEST(CoarseFilter, TwoReadersTwoWriters) {
   TypeParam filter(1 << 14);
-  ccf::testing::churn(filter, {1 << 14, 0.9, 2, 2, kRounds});
+  ccf::testing::churn(filter, {1 << 14, 0.45, 0.45, 2, 2, kRounds});
 }
 
 TYPED_TEST(CoarseFilter, SixteenThreadsOnTwoCoresNearFull) {
   TypeParam filter(1 << 13);
-  ccf::testing::churn(filter, {1 << 13, 0.93, 8, 8, kRounds / 8});
+  ccf::testing::churn(filter, {1 << 13, 0.85, 0.12, 8, 8, kRounds / 8});
   EXPECT_GT(filter.load_factor(), 0.5);
 }
 

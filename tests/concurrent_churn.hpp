@@ -21,20 +21,21 @@ namespace ccf::testing {
 
 struct ChurnConfig {
   std::size_t capacity;
-  double fill;  // resident keys + writer key pools, as a fraction of capacity
+  double resident;  // keys inserted first and never erased, as a fraction of capacity
+  double pool;      // the writers' keys together, as a fraction of capacity
   unsigned readers;
   unsigned writers;
   int operations_per_writer;
+  std::uint64_t min_lookups = 0;  // readers go on until they did at least this many together
 };
 
 template <class Filter>
 void churn(Filter& filter, const ChurnConfig& config) {
-  // Half of the target fill is resident; the writers' key pools are the other half.
-  const auto half =
-      static_cast<std::size_t>(config.fill * static_cast<double>(config.capacity) / 2);
-  const auto resident = member_keys(half, 31);
+  const auto capacity = static_cast<double>(config.capacity);
+  const auto resident = member_keys(static_cast<std::size_t>(config.resident * capacity), 31);
   for (const auto key : resident) ASSERT_EQ(filter.insert(key), Status::kOk);
-  const std::size_t per_writer = half / config.writers;
+  const auto per_writer = static_cast<std::size_t>(config.pool * capacity) / config.writers;
+  const std::uint64_t min_lookups_per_reader = config.min_lookups / config.readers;
 
   std::atomic<std::uint64_t> misses{0}, lookups{0};
   std::atomic<unsigned> writers_done{0};
@@ -69,8 +70,10 @@ void churn(Filter& filter, const ChurnConfig& config) {
         std::size_t i = r;
         std::uint64_t local_misses = 0, local_lookups = 0;
         start.arrive_and_wait();
-        // Until every writer has finished, and at least one full pass over the resident set.
-        while (writers_done.load() < config.writers || local_lookups < resident.size()) {
+        // Until every writer has finished, at least one full pass over the resident set, and
+        // this reader's share of min_lookups.
+        while (writers_done.load() < config.writers || local_lookups < resident.size() ||
+               local_lookups < min_lookups_per_reader) {
           local_misses += !filter.contains(resident[i]);
           ++local_lookups;
           i = (i + 7919) % resident.size();

@@ -77,19 +77,19 @@ void churn(const ccf::testing::ChurnConfig& config) {
 }
 
 TEST(StripedChurn, TwoReadersTwoWriters) {
-  churn<Optimistic>({1 << 16, 0.6, 2, 2, kRounds});
+  churn<Optimistic>({1 << 16, 0.3, 0.3, 2, 2, kRounds});
 }
 TEST(StripedChurn, NearFullTable) {
-  churn<Optimistic>({1 << 14, 0.93, 2, 2, kRounds});
+  churn<Optimistic>({1 << 14, 0.85, 0.12, 2, 2, kRounds});
 }
 TEST(StripedChurn, EightThreadsOnTwoCores) {
-  churn<Optimistic>({1 << 14, 0.9, 4, 4, kRounds / 2});
+  churn<Optimistic>({1 << 14, 0.45, 0.45, 4, 4, kRounds / 2});
 }
 TEST(StripedChurn, SixteenThreadsOnTwoCores) {
-  churn<Optimistic>({1 << 14, 0.9, 8, 8, kRounds / 4});
+  churn<Optimistic>({1 << 14, 0.45, 0.45, 8, 8, kRounds / 4});
 }
 TEST(StripedChurn, LockingReadsSixteenThreads) {
-  churn<Locking>({1 << 14, 0.9, 8, 8, kRounds / 4});
+  churn<Locking>({1 << 14, 0.45, 0.45, 8, 8, kRounds / 4});
 }
 
 // Many short rounds: 3 threads x 4 random operations on 3 keys, each history checked.

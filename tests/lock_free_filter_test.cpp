@@ -1,0 +1,193 @@
+// The lock-free cuckoo filter: load factor, growth, the relocation hammer (readers must never
+// miss a resident key while writers force migrations), a thread stalled in the middle of a
+// migration K-CAS while the others keep completing operations, and linearizability.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
+#include "concurrent_churn.hpp"
+#include "linearizability.hpp"
+#include "sanitizer_scale.hpp"
+#include "test_keys.hpp"
+
+namespace {
+
+using ccf::Status;
+using ccf::testing::member_keys;
+using Filter = ccf::LockFreeCuckooFilter<12>;
+
+Filter::Options fixed_size() {
+  return {.filter = {}, .grow = false};
+}
+
+TEST(LockFreeFilter, FillsAsFullAsTheSequentialFilter) {
+  const std::size_t capacity = ccf::testing::scaled<std::size_t>(1 << 20, 16);
+  Filter filter(capacity, fixed_size());
+  const auto keys = member_keys(2 * capacity, 71);
+  std::size_t stored = 0;
+  while (filter.insert(keys[stored]) == Status::kOk) ++stored;
+  EXPECT_GE(filter.load_factor(), 0.95);
+  EXPECT_EQ(filter.size(), stored);
+  EXPECT_EQ(filter.levels(), 1u);
+  std::size_t missing = 0;
+  for (std::size_t i = 0; i < stored; ++i) missing += !filter.contains(keys[i]);
+  EXPECT_EQ(missing, 0u);
+  for (std::size_t i = 0; i < stored; i += 2) ASSERT_EQ(filter.erase(keys[i]), Status::kOk);
+  for (std::size_t i = 1; i < stored; i += 2) ASSERT_TRUE(filter.contains(keys[i]));
+  EXPECT_EQ(filter.size(), stored - (stored + 1) / 2);
+  EXPECT_GT(filter.migrations(), 0u);
+}
+
+TEST(LockFreeFilter, GrowsInsteadOfFilling) {
+  Filter filter(1 << 12);
+  const auto keys = member_keys(1 << 14, 73);
+  for (const auto key : keys) ASSERT_EQ(filter.insert(key), Status::kOk);
+  EXPECT_GE(filter.levels(), 3u);
+  for (const auto key : keys) ASSERT_TRUE(filter.contains(key));
+  for (const auto key : keys) ASSERT_EQ(filter.erase(key), Status::kOk);
+  EXPECT_EQ(filter.size(), 0u);
+  EXPECT_EQ(filter.erase(keys[0]), Status::kNotFound);
+}
+
+TEST(LockFreeFilter, EraseOfAbsentKeyIsReported) {
+  Filter filter(1000);
+  EXPECT_EQ(filter.erase(std::uint64_t{5}), Status::kNotFound);
+  ASSERT_EQ(filter.insert(std::uint64_t{5}), Status::kOk);
+  ASSERT_EQ(filter.insert(std::uint64_t{5}), Status::kOk);  // two copies
+  EXPECT_EQ(filter.erase(std::uint64_t{5}), Status::kOk);
+  EXPECT_TRUE(filter.contains(std::uint64_t{5}));
+  EXPECT_EQ(filter.erase(std::uint64_t{5}), Status::kOk);
+  EXPECT_FALSE(filter.contains(std::uint64_t{5}));
+}
+
+// Fill to about 95% of the slots, then churn the last few percent: almost every insert needs a
+// migration, and readers check the resident keys all along.
+void hammer(unsigned readers, unsigned writers, std::uint64_t min_lookups) {
+  constexpr std::size_t kCapacity = 1 << 14;
+  Filter filter(kCapacity, {.filter = {.max_load = 1.0}, .grow = false});
+  ccf::testing::churn(filter, {kCapacity, 0.90, 0.10, readers, writers,
+                               ccf::testing::scaled(400'000, 20), min_lookups});
+  EXPECT_GT(filter.migrations(), 1000u);
+}
+
+constexpr std::uint64_t kHammerLookups = ccf::testing::scaled<std::uint64_t>(10'000'000, 50);
+TEST(LockFreeHammer, TwoThreads) {
+  hammer(1, 1, kHammerLookups);
+}
+TEST(LockFreeHammer, EightThreadsOnTwoCores) {
+  hammer(4, 4, kHammerLookups);
+}
+
+// A hook that parks the first K-CAS of one chosen thread right after it installed its
+// descriptor in the first word, until released.
+struct StallControl {
+  std::atomic<std::thread::id> victim{};
+  std::atomic<bool> stalled{false};
+  std::atomic<bool> release{false};
+};
+struct StallHook {
+  static constexpr bool kEnabled = true;
+  StallControl* control = nullptr;
+  void operator()(const ccf::lockfree::KcasHookEvent& event) const {
+    if (event.point != ccf::lockfree::KcasHookPoint::kAfterInstall || event.helping) return;
+    if (control->victim.load() != std::this_thread::get_id()) return;
+    if (control->stalled.exchange(true)) return;  // only once
+    while (!control->release.load()) std::this_thread::yield();
+  }
+};
+
+TEST(LockFreeStall, OthersCompleteWhileAThreadIsStoppedInsideAMigration) {
+  using Stallable = ccf::LockFreeCuckooFilter<12, ccf::lockfree::NoKcasStats, StallHook>;
+  StallControl control;
+  constexpr std::size_t kCapacity = 1 << 13;
+  Stallable filter(kCapacity, {.filter = {.max_load = 1.0}, .grow = false}, StallHook{&control});
+  const auto resident = member_keys(kCapacity * 9 / 10, 81);
+  for (const auto key : resident) ASSERT_EQ(filter.insert(key), Status::kOk);
+
+  // The victim inserts until one of its inserts migrates (and so stops in the hook).
+  std::jthread victim([&] {
+    control.victim.store(std::this_thread::get_id());
+    const auto extra = member_keys(kCapacity, 82);
+    for (const auto key : extra) {
+      if (filter.insert(key) == Status::kFull) continue;
+      if (control.release.load()) break;
+    }
+  });
+  while (!control.stalled.load()) std::this_thread::yield();
+
+  // While it is stopped, others complete operations, including ones that must help (or get
+  // past) its half-installed K-CAS.
+  std::atomic<std::uint64_t> completed{0};
+  {
+    std::vector<std::jthread> others;
+    for (unsigned t = 0; t < 3; ++t) {
+      others.emplace_back([&, t] {
+        const auto mine = member_keys(kCapacity / 20, 90 + t);
+        for (int round = 0; round < 20; ++round) {
+          for (const auto key : mine) {
+            if (filter.insert(key) == Status::kOk) {
+              ASSERT_EQ(filter.erase(key), Status::kOk);
+            }
+            completed.fetch_add(2);
+          }
+          for (std::size_t i = t; i < resident.size(); i += 3) {
+            ASSERT_TRUE(filter.contains(resident[i]));
+            completed.fetch_add(1);
+          }
+        }
+      });
+    }
+  }
+  EXPECT_TRUE(control.stalled.load());
+  EXPECT_FALSE(control.release.load());  // the victim was stopped the whole time
+  EXPECT_GT(completed.load(), 100'000u);
+  control.release.store(true);
+  victim.join();
+  for (const auto key : resident) ASSERT_TRUE(filter.contains(key));
+}
+
+TEST(LockFreeLinearizability, SmallHistoriesAreLinearizable) {
+  using ccf::testing::HistoryClock;
+  using ccf::testing::Operation;
+  using ccf::testing::OpKind;
+  constexpr int kKeys = 3, kThreads = 3, kOpsPerThread = 4;
+  const std::uint64_t keys[kKeys] = {11, 22, 33};
+  for (int round = 0; round < ccf::testing::scaled(2000, 5); ++round) {
+    Filter filter(64);
+    HistoryClock clock;
+    std::vector<std::vector<Operation>> logs(kThreads);
+    std::barrier start(kThreads);
+    {
+      std::vector<std::jthread> threads;
+      for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&, t] {
+          std::mt19937 rng(static_cast<unsigned>(round * kThreads + t));
+          start.arrive_and_wait();
+          for (int i = 0; i < kOpsPerThread; ++i) {
+            Operation op{static_cast<OpKind>(rng() % 3), static_cast<int>(rng() % kKeys), false, 0,
+                         0};
+            const std::uint64_t key = keys[op.key];
+            op.invoked = clock.tick();
+            if (op.kind == OpKind::kInsert) op.result = filter.insert(key) == Status::kOk;
+            if (op.kind == OpKind::kErase) op.result = filter.erase(key) == Status::kOk;
+            if (op.kind == OpKind::kContains) op.result = filter.contains(key);
+            op.responded = clock.tick();
+            logs[static_cast<std::size_t>(t)].push_back(op);
+          }
+        });
+      }
+    }
+    std::vector<Operation> history;
+    for (const auto& log : logs) history.insert(history.end(), log.begin(), log.end());
+    ASSERT_TRUE(ccf::testing::linearizable(history, ccf::testing::MultisetModel(kKeys)))
+        << "round " << round;
+  }
+}
+
+}  // namespace
