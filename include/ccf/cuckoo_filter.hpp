@@ -182,17 +182,7 @@ class CuckooFilter {
   // ---- persistence (format: detail/filter_format.hpp) -------------------------------------
 
   // Throws std::ios_base::failure if the stream fails.
-  void save(std::ostream& out) const {
-    const detail::FilterHeader h = header();
-    const auto encoded = detail::HeaderCodec::encode(h);
-    const auto payload = table_.payload();
-    const std::uint64_t checksum = XXH3_64bits(payload.data(), payload.size());
-    out.write(reinterpret_cast<const char*>(encoded.data()), encoded.size());
-    out.write(reinterpret_cast<const char*>(payload.data()),
-              static_cast<std::streamsize>(payload.size()));
-    out.write(reinterpret_cast<const char*>(&checksum), sizeof checksum);
-    if (!out) throw std::ios_base::failure("writing the cuckoo filter failed");
-  }
+  void save(std::ostream& out) const { detail::write_filter(out, header(), table_.payload()); }
 
   // Replaces this filter with the one in `in`, which must have the same table layout,
   // fingerprint width and bucket size. Throws FormatError (truncated, corrupted, foreign or
@@ -204,37 +194,11 @@ class CuckooFilter {
 
   // Reads the rest of a filter whose header was already read (used by AnyCuckooFilter).
   static CuckooFilter from_stream(const detail::FilterHeader& h, std::istream& in) {
-    const detail::FilterHeader mine = shape_header();
-    if (h.layout != mine.layout || h.fp_bits != kFpBits || h.slots != kSlots) {
-      throw FormatError("file holds a filter with " + h.shape() + "; this filter has " +
-                        mine.shape());
-    }
-    if (h.payload_bytes != Table::payload_bytes(h.buckets)) {
-      throw FormatError("payload size does not match the bucket count");
-    }
     if (h.max_kicks > detail::kMaxKicksLimit) throw FormatError("corrupted max_kicks");
-    if (h.victim_used && (h.victim_fp == 0 || h.victim_fp > Table::kFpMask)) {
-      throw FormatError("corrupted victim fingerprint");
-    }
-    detail::require_available(in, h.payload_bytes + sizeof(std::uint64_t));
-
     FilterOptions options;
     options.seed = h.seed;
     options.max_kicks = h.max_kicks;
-    CuckooFilter filter(h.buckets, h.capacity, options);
-    auto payload = filter.table_.payload();
-    in.read(reinterpret_cast<char*>(payload.data()), static_cast<std::streamsize>(payload.size()));
-    std::uint64_t checksum = 0;
-    in.read(reinterpret_cast<char*>(&checksum), sizeof checksum);
-    if (!in) throw FormatError("truncated cuckoo filter payload");
-    if (checksum != XXH3_64bits(payload.data(), payload.size())) {
-      throw FormatError("cuckoo filter payload checksum mismatch (corrupted file)");
-    }
-    const auto occupied = filter.table_.count_occupied();
-    if (!occupied) throw FormatError("malformed bucket in the cuckoo filter payload");
-    if (*occupied + (h.victim_used ? 1 : 0) != h.items) {
-      throw FormatError("item count does not match the table contents");
-    }
+    CuckooFilter filter(detail::read_table<Table>(h, in), h.capacity, options);
     filter.items_ = h.items;
     filter.victim_ = {h.victim_used, h.victim_bucket, h.victim_fp};
     return filter;
@@ -254,8 +218,10 @@ class CuckooFilter {
   };
 
   CuckooFilter(std::uint64_t buckets, std::size_t capacity, const FilterOptions& options)
-      : table_(buckets),
-        addressing_(buckets),
+      : CuckooFilter(Table(buckets), capacity, options) {}
+  CuckooFilter(Table&& table, std::size_t capacity, const FilterOptions& options)
+      : table_(std::move(table)),
+        addressing_(table_.bucket_count()),
         options_(options),
         requested_capacity_(capacity),
         rng_(options.seed | 1) {}
@@ -365,17 +331,8 @@ class CuckooFilter {
     return rng_ * 0x2545f4914f6cdd1dULL;
   }
 
-  static detail::FilterHeader shape_header() {
-    detail::FilterHeader h;
-    h.layout = Table::kLayout == std::string_view("semi-sorted") ? detail::TableLayout::kSemiSorted
-                                                                 : detail::TableLayout::kPacked;
-    h.fp_bits = kFpBits;
-    h.slots = kSlots;
-    return h;
-  }
-
   detail::FilterHeader header() const {
-    detail::FilterHeader h = shape_header();
+    detail::FilterHeader h = detail::shape_of<Table>();
     h.buckets = table_.bucket_count();
     h.capacity = requested_capacity_;
     h.items = items_;

@@ -60,6 +60,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <istream>
 #include <memory>
 #include <ostream>
 #include <span>
@@ -71,6 +72,7 @@
 #include "ccf/detail/addressing.hpp"
 #include "ccf/detail/atomic_packed_table.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
+#include "ccf/detail/filter_format.hpp"
 #include "ccf/detail/software_pipeline.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
@@ -158,6 +160,49 @@ class StripedCuckooFilter {
            (Reads == ReadMode::kOptimistic ? ", optimistic reads" : ", locking reads");
   }
 
+  // ---- persistence: the sequential filter's format (detail/filter_format.hpp) -----------
+
+  // Not concurrent with writers: quiesce the filter first (lookups may go on).
+  void save(std::ostream& out) const {
+    detail::FilterHeader h = detail::shape_of<table_type>();
+    h.buckets = table_.bucket_count();
+    h.capacity = requested_capacity_;
+    h.items = size();
+    h.seed = seed_;
+    h.max_kicks = FilterOptions{}.max_kicks;
+    h.payload_bytes = table_.payload().size();
+    detail::write_filter(out, h, table_.payload());
+  }
+
+  // Reads a filter saved by this class or by CuckooFilter<PackedTable<F, b>>. A sequential
+  // filter's victim entry is put into its bucket (or the alternate); if neither has room the
+  // file cannot be held without a victim slot and is refused. Throws FormatError.
+  static std::unique_ptr<StripedCuckooFilter> load(std::istream& in) {
+    const detail::FilterHeader h = detail::HeaderCodec::read(in);
+    table_type table = detail::read_table<table_type>(h, in);
+    if (h.victim_used) {
+      const detail::Addressing<kFpBits> addressing(h.buckets);
+      if (!table.try_insert(h.victim_bucket, h.victim_fp) &&
+          !table.try_insert(addressing.alternate(h.victim_bucket, h.victim_fp), h.victim_fp)) {
+        throw FormatError(
+            "the file's victim entry has no room in its buckets; load it into a "
+            "sequential CuckooFilter");
+      }
+    }
+    FilterOptions options;
+    options.seed = h.seed;
+    std::unique_ptr<StripedCuckooFilter> filter(
+        new StripedCuckooFilter(std::move(table), h.capacity, options));
+    for (std::uint64_t bucket = 0; bucket < filter->table_.bucket_count(); ++bucket) {
+      for (unsigned slot = 0; slot < kSlots; ++slot) {
+        if (filter->table_.read(bucket, slot) != 0) {
+          filter->stripe_of(bucket).items.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    }
+    return filter;
+  }
+
   // Counts of restarted path executions (validation failures), for benchmarks.
   std::uint64_t path_restarts() const noexcept {
     return path_restarts_.load(std::memory_order_relaxed);
@@ -213,9 +258,12 @@ class StripedCuckooFilter {
   };
 
   StripedCuckooFilter(std::uint64_t buckets, std::size_t capacity, const FilterOptions& options)
-      : table_(buckets),
-        addressing_(buckets),
-        stripe_count_(std::clamp<std::size_t>(std::bit_ceil(buckets / 32 + 1), 1, kMaxStripes)),
+      : StripedCuckooFilter(table_type(buckets), capacity, options) {}
+  StripedCuckooFilter(table_type&& table, std::size_t capacity, const FilterOptions& options)
+      : table_(std::move(table)),
+        addressing_(table_.bucket_count()),
+        stripe_count_(
+            std::clamp<std::size_t>(std::bit_ceil(table_.bucket_count() / 32 + 1), 1, kMaxStripes)),
         stripes_(std::make_unique<Stripe[]>(stripe_count_)),
         requested_capacity_(capacity),
         seed_(options.seed) {}

@@ -32,7 +32,9 @@
 #include <cstring>
 #include <istream>
 #include <ostream>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
@@ -187,6 +189,69 @@ inline void require_available(std::istream& in, std::uint64_t bytes) {
     throw FormatError("truncated cuckoo filter: " + std::to_string(bytes) +
                       " payload bytes announced, " + std::to_string(end - here) + " present");
   }
+}
+
+// Writes a whole filter: header, payload, payload checksum. Throws std::ios_base::failure.
+inline void write_filter(std::ostream& out, const FilterHeader& header,
+                         std::span<const std::byte> payload) {
+  const auto encoded = HeaderCodec::encode(header);
+  const std::uint64_t checksum = XXH3_64bits(payload.data(), payload.size());
+  out.write(reinterpret_cast<const char*>(encoded.data()), encoded.size());
+  out.write(reinterpret_cast<const char*>(payload.data()),
+            static_cast<std::streamsize>(payload.size()));
+  out.write(reinterpret_cast<const char*>(&checksum), sizeof checksum);
+  if (!out) throw std::ios_base::failure("writing the cuckoo filter failed");
+}
+
+template <class Table>
+constexpr TableLayout layout_of() {
+  return Table::kLayout == std::string_view("semi-sorted") ? TableLayout::kSemiSorted
+                                                           : TableLayout::kPacked;
+}
+
+// The shape of a Table, for messages and headers.
+template <class Table>
+FilterHeader shape_of() {
+  FilterHeader h;
+  h.layout = layout_of<Table>();
+  h.fp_bits = Table::kFpBits;
+  h.slots = Table::kSlots;
+  return h;
+}
+
+// The rest of a filter whose header `h` was read: checks that the file's shape is Table's and
+// its sizes are consistent, reads the payload into a new Table, checks the checksum, that every
+// bucket is valid and that the occupied slots (+ victim) match the item count. Throws
+// FormatError; builds nothing the caller sees unless everything holds.
+template <class Table>
+Table read_table(const FilterHeader& h, std::istream& in) {
+  const FilterHeader mine = shape_of<Table>();
+  if (h.layout != mine.layout || h.fp_bits != mine.fp_bits || h.slots != mine.slots) {
+    throw FormatError("file holds a filter with " + h.shape() + "; this filter has " +
+                      mine.shape());
+  }
+  if (h.payload_bytes != Table::payload_bytes(h.buckets)) {
+    throw FormatError("payload size does not match the bucket count");
+  }
+  if (h.victim_used && (h.victim_fp == 0 || h.victim_fp > Table::kFpMask)) {
+    throw FormatError("corrupted victim fingerprint");
+  }
+  require_available(in, h.payload_bytes + sizeof(std::uint64_t));
+  Table table(h.buckets);
+  auto payload = table.payload();
+  in.read(reinterpret_cast<char*>(payload.data()), static_cast<std::streamsize>(payload.size()));
+  std::uint64_t checksum = 0;
+  in.read(reinterpret_cast<char*>(&checksum), sizeof checksum);
+  if (!in) throw FormatError("truncated cuckoo filter payload");
+  if (checksum != XXH3_64bits(payload.data(), payload.size())) {
+    throw FormatError("cuckoo filter payload checksum mismatch (corrupted file)");
+  }
+  const auto occupied = table.count_occupied();
+  if (!occupied) throw FormatError("malformed bucket in the cuckoo filter payload");
+  if (*occupied + (h.victim_used ? 1 : 0) != h.items) {
+    throw FormatError("item count does not match the table contents");
+  }
+  return table;
 }
 
 }  // namespace ccf::detail

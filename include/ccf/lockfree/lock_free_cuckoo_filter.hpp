@@ -57,7 +57,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <istream>
 #include <memory>
+#include <ostream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -65,6 +68,8 @@
 #include "ccf/detail/addressing.hpp"
 #include "ccf/detail/bit_lanes.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
+#include "ccf/detail/filter_format.hpp"
+#include "ccf/detail/packed_table.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/lockfree/kcas.hpp"
@@ -146,6 +151,66 @@ class LockFreeCuckooFilter {
            std::to_string(levels()) + " level(s)";
   }
 
+  // ---- persistence: the sequential filter's format (detail/filter_format.hpp) -----------
+  // The file holds the fingerprints exactly as CuckooFilter<PackedTable<F, 4>> does (counters
+  // are not saved: they only matter to operations in flight), so files move freely between
+  // the sequential, striped and lock-free filters.
+
+  using FileTable = PackedTable<kFpBits, kSlots>;
+
+  // Not concurrent with writers. A grown filter (several levels) has no single-table form in
+  // format version 1: std::logic_error.
+  void save(std::ostream& out) const {
+    if (levels() != 1) {
+      throw std::logic_error("a lock-free filter that has grown to " + std::to_string(levels()) +
+                             " levels cannot be saved in cuckoo filter format version 1");
+    }
+    FileTable staging(first_->buckets);
+    for (std::uint64_t bucket = 0; bucket < first_->buckets; ++bucket) {
+      const std::uint64_t word = read(*first_, bucket);
+      for (unsigned slot = 0; slot < kSlots; ++slot) {
+        if (const std::uint32_t fp = Lanes::get(word, slot)) staging.try_insert(bucket, fp);
+      }
+    }
+    detail::FilterHeader h = detail::shape_of<FileTable>();
+    h.buckets = first_->buckets;
+    h.capacity = requested_capacity_;
+    h.items = size();
+    h.seed = seed_;
+    h.max_kicks = FilterOptions{}.max_kicks;
+    h.payload_bytes = staging.payload().size();
+    detail::write_filter(out, h, staging.payload());
+  }
+
+  // Reads a filter saved by any ccf cuckoo filter of this shape (packed, F bits, 4 slots).
+  // Throws FormatError, also for a sequential filter's victim entry that has no room.
+  static std::unique_ptr<LockFreeCuckooFilter> load(std::istream& in, Options options = {},
+                                                    Hook hook = {}) {
+    const detail::FilterHeader h = detail::HeaderCodec::read(in);
+    const FileTable staging = detail::read_table<FileTable>(h, in);
+    options.filter.seed = h.seed;
+    std::unique_ptr<LockFreeCuckooFilter> filter(
+        new LockFreeCuckooFilter(h.buckets, h.capacity, options, std::move(hook)));
+    Level& level = *filter->first_;
+    for (std::uint64_t bucket = 0; bucket < h.buckets; ++bucket) {
+      std::uint64_t fps = 0;
+      for (unsigned slot = 0; slot < kSlots; ++slot) {
+        fps = Lanes::set(fps, slot, staging.read(bucket, slot));
+      }
+      if (fps != 0) filter->kcas_.cas(level.words[bucket], 0, fps);  // not yet shared
+    }
+    filter->items_.add(static_cast<std::int64_t>(h.items - (h.victim_used ? 1 : 0)));
+    if (h.victim_used) {
+      const Location at{h.victim_bucket, level.addressing.alternate(h.victim_bucket, h.victim_fp),
+                        h.victim_fp};
+      if (!filter->insert_in_level(level, at)) {
+        throw FormatError("the file's victim entry has no room in its buckets");
+      }
+      filter->items_.add(1);
+    }
+    return filter;
+  }
+
   // Migration steps carried out, and discoveries restarted (a target filled up or a K-CAS
   // lost a race), for benchmarks.
   std::uint64_t migrations() const noexcept { return migrations_.value(); }
@@ -206,6 +271,15 @@ class LockFreeCuckooFilter {
   std::uint64_t read(const Level& level, std::uint64_t bucket) const {
     return kcas_.read(level.words[bucket]);
   }
+
+  LockFreeCuckooFilter(std::uint64_t buckets, std::size_t capacity, const Options& options,
+                       Hook hook)
+      : first_(std::make_unique<Level>(buckets)),
+        last_(first_.get()),
+        requested_capacity_(capacity),
+        seed_(options.filter.seed),
+        grow_(options.grow),
+        kcas_(std::move(hook)) {}
 
   // ---- lookups -------------------------------------------------------------------------
 
@@ -369,6 +443,7 @@ class LockFreeCuckooFilter {
 
   std::unique_ptr<Level> first_;  // levels live until the filter dies (declared before kcas_:
   std::atomic<Level*> last_;      // the K-CAS drains into their words when destroyed)
+  std::size_t requested_capacity_;
   std::uint64_t seed_;
   bool grow_;
   mutable kcas_type kcas_;

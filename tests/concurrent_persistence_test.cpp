@@ -1,0 +1,83 @@
+// The concurrent filters save and load the sequential filter's format: a file written by any
+// of them loads into any other of the same shape, with no item lost.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "ccf/concurrent/striped_cuckoo_filter.hpp"
+#include "ccf/cuckoo_filter.hpp"
+#include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
+#include "test_keys.hpp"
+
+namespace {
+
+using ccf::Status;
+using Sequential = ccf::CuckooFilter<ccf::PackedTable<12, 4>>;
+using Striped = ccf::StripedCuckooFilter<12, 4>;
+using LockFree = ccf::LockFreeCuckooFilter<12>;
+
+template <class Filter>
+std::string saved(const Filter& filter) {
+  std::ostringstream out;
+  filter.save(out);
+  return out.str();
+}
+
+TEST(ConcurrentPersistence, FilesMoveBetweenSequentialStripedAndLockFree) {
+  const auto keys = ccf::testing::member_keys(60'000, 91);
+  Striped striped(65'536);
+  for (const auto key : keys) ASSERT_EQ(striped.insert(key), Status::kOk);
+
+  std::istringstream striped_file(saved(striped));
+  auto lock_free = LockFree::load(striped_file);
+  EXPECT_EQ(lock_free->size(), keys.size());
+  for (const auto key : keys) ASSERT_TRUE(lock_free->contains(key));
+
+  std::istringstream lock_free_file(saved(*lock_free));
+  Sequential sequential(1);
+  sequential.load(lock_free_file);
+  EXPECT_EQ(sequential.size(), keys.size());
+  for (const auto key : keys) ASSERT_TRUE(sequential.contains(key));
+  EXPECT_EQ(saved(sequential), saved(striped));  // the same bits all the way round
+
+  std::istringstream sequential_file(saved(sequential));
+  auto striped_again = Striped::load(sequential_file);
+  EXPECT_EQ(striped_again->size(), keys.size());
+  for (const auto key : keys) ASSERT_TRUE(striped_again->contains(key));
+  // The loaded filters keep working.
+  for (const auto key : keys) ASSERT_EQ(striped_again->erase(key), Status::kOk);
+  EXPECT_EQ(striped_again->size(), 0u);
+  for (const auto key : keys) ASSERT_EQ(lock_free->erase(key), Status::kOk);
+  EXPECT_EQ(lock_free->size(), 0u);
+}
+
+TEST(ConcurrentPersistence, SequentialVictimIsPlacedOrRefused) {
+  Sequential full(4096);
+  const auto keys = ccf::testing::member_keys(10'000, 92);
+  std::size_t stored = 0;
+  while (full.insert(keys[stored]) == Status::kOk) ++stored;
+  ASSERT_TRUE(full.victim_used());
+  std::istringstream file(saved(full));
+  // The table is full around the victim: the lock-free filter tries the cuckoo path search.
+  try {
+    auto loaded = LockFree::load(file);
+    EXPECT_EQ(loaded->size(), stored);
+    for (std::size_t i = 0; i < stored; ++i) ASSERT_TRUE(loaded->contains(keys[i]));
+  } catch (const ccf::FormatError& error) {
+    EXPECT_NE(std::string(error.what()).find("victim"), std::string::npos);
+  }
+}
+
+TEST(ConcurrentPersistence, ShapeMismatchAndGrownFiltersAreRefused) {
+  ccf::StripedCuckooFilter<16, 4> sixteen(1000);
+  std::istringstream file(saved(sixteen));
+  EXPECT_THROW(LockFree::load(file), ccf::FormatError);
+  LockFree grown(1 << 10);
+  for (const auto key : ccf::testing::member_keys(4000, 93))
+    ASSERT_EQ(grown.insert(key), Status::kOk);
+  ASSERT_GT(grown.levels(), 1u);
+  std::ostringstream out;
+  EXPECT_THROW(grown.save(out), std::logic_error);
+}
+
+}  // namespace
