@@ -235,7 +235,7 @@ struct Bank {
 
 template <class Hook>
 void run_money_transfer(int writers) {
-  constexpr int kOpsInAll = 120'000;
+  constexpr int kOpsInAll = 80'000;
   const int ops_per_writer = kOpsInAll / writers;
 
   Bank<Hook> bank;

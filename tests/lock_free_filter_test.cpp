@@ -103,7 +103,7 @@ struct StallHook {
 };
 
 TEST(LockFreeStall, OthersCompleteWhileAThreadIsStoppedInsideAMigration) {
-  using Stallable = ccf::LockFreeCuckooFilter<12, ccf::lockfree::NoKcasStats, StallHook>;
+  using Stallable = ccf::LockFreeCuckooFilter<12, ccf::lockfree::KcasStats, StallHook>;
   StallControl control;
   constexpr std::size_t kCapacity = 1 << 13;
   Stallable filter(kCapacity, {.filter = {.max_load = 1.0}, .grow = false}, StallHook{&control});
@@ -147,6 +147,8 @@ TEST(LockFreeStall, OthersCompleteWhileAThreadIsStoppedInsideAMigration) {
   EXPECT_TRUE(control.stalled.load());
   EXPECT_FALSE(control.release.load());  // the victim was stopped the whole time
   EXPECT_GT(completed.load(), 100'000u);
+  // Others met the half-installed descriptor and completed it for the stopped thread.
+  EXPECT_GT(filter.kcas().stats().helps.load(), 0u);
   control.release.store(true);
   victim.join();
   for (const auto key : resident) ASSERT_TRUE(filter.contains(key));

@@ -236,6 +236,8 @@ class alignas(8) KcasWord {
   std::atomic<std::uint64_t> raw_;
 };
 
+static_assert(sizeof(KcasWord) == 8 && std::atomic<std::uint64_t>::is_always_lock_free);
+
 // A bit field of a payload: bits [Offset, Offset + Width) of the 63 payload bits.
 //   using Fingerprints = KcasField<0, 48>;  using Counter = KcasField<48, 15>;
 //   payload = Counter::set(payload, Counter::get(payload) + 1);
@@ -262,6 +264,9 @@ struct KcasEntry {
   std::uint64_t desired;
 };
 
+// Kcas<MaxWords, Stats, Hook>: MaxWords (2..64) bounds the words of one compare_exchange;
+// Stats is NoKcasStats (default) or KcasStats; Hook is NoKcasHook (default) or a test hook
+// with `static constexpr bool kEnabled = true` and a thread-safe operator()(const KcasHookEvent&).
 template <std::size_t MaxWords, class Stats, class Hook>
 class Kcas {
   static_assert(MaxWords >= 2 && MaxWords <= 64, "entry indices live in the 6 alignment bits");
