@@ -155,41 +155,8 @@ TEST(LockFreeStall, OthersCompleteWhileAThreadIsStoppedInsideAMigration) {
 }
 
 TEST(LockFreeLinearizability, SmallHistoriesAreLinearizable) {
-  using ccf::testing::HistoryClock;
-  using ccf::testing::Operation;
-  using ccf::testing::OpKind;
-  constexpr int kKeys = 3, kThreads = 3, kOpsPerThread = 4;
-  const std::uint64_t keys[kKeys] = {11, 22, 33};
-  for (int round = 0; round < ccf::testing::scaled(2000, 5); ++round) {
-    Filter filter(64);
-    HistoryClock clock;
-    std::vector<std::vector<Operation>> logs(kThreads);
-    std::barrier start(kThreads);
-    {
-      std::vector<std::jthread> threads;
-      for (int t = 0; t < kThreads; ++t) {
-        threads.emplace_back([&, t] {
-          std::mt19937 rng(static_cast<unsigned>(round * kThreads + t));
-          start.arrive_and_wait();
-          for (int i = 0; i < kOpsPerThread; ++i) {
-            Operation op{static_cast<OpKind>(rng() % 3), static_cast<int>(rng() % kKeys), false, 0,
-                         0};
-            const std::uint64_t key = keys[op.key];
-            op.invoked = clock.tick();
-            if (op.kind == OpKind::kInsert) op.result = filter.insert(key) == Status::kOk;
-            if (op.kind == OpKind::kErase) op.result = filter.erase(key) == Status::kOk;
-            if (op.kind == OpKind::kContains) op.result = filter.contains(key);
-            op.responded = clock.tick();
-            logs[static_cast<std::size_t>(t)].push_back(op);
-          }
-        });
-      }
-    }
-    std::vector<Operation> history;
-    for (const auto& log : logs) history.insert(history.end(), log.begin(), log.end());
-    ASSERT_TRUE(ccf::testing::linearizable(history, ccf::testing::MultisetModel(kKeys)))
-        << "round " << round;
-  }
+  ccf::testing::check_small_histories([] { return std::make_unique<Filter>(64); },
+                                      ccf::testing::scaled(2000, 5));
 }
 
 }  // namespace

@@ -92,54 +92,10 @@ TEST(StripedChurn, LockingReadsSixteenThreads) {
   churn<Locking>({1 << 14, 0.45, 0.45, 8, 8, kRounds / 4});
 }
 
-// Many short rounds: 3 threads x 4 random operations on 3 keys, each history checked.
+// A tiny table, so that the keys share stripes and moves happen.
 TEST(StripedLinearizability, SmallHistoriesAreLinearizable) {
-  using ccf::testing::HistoryClock;
-  using ccf::testing::Operation;
-  using ccf::testing::OpKind;
-  constexpr int kKeys = 3, kThreads = 3, kOpsPerThread = 4;
-  constexpr int kHistories = ccf::testing::scaled(3000, 5);
-  // A tiny table (so the keys share stripes and moves happen); keys whose fingerprints do not
-  // collide with each other, so the filter must answer exactly.
-  const std::uint64_t keys[kKeys] = {11, 22, 33};
-  for (int round = 0; round < kHistories; ++round) {
-    Optimistic filter(64);
-    HistoryClock clock;
-    std::vector<std::vector<Operation>> logs(kThreads);
-    std::barrier start(kThreads);
-    {
-      std::vector<std::jthread> threads;
-      for (int t = 0; t < kThreads; ++t) {
-        threads.emplace_back([&, t] {
-          std::mt19937 rng(static_cast<unsigned>(round * kThreads + t));
-          start.arrive_and_wait();
-          for (int i = 0; i < kOpsPerThread; ++i) {
-            Operation op{static_cast<OpKind>(rng() % 3), static_cast<int>(rng() % kKeys), false, 0,
-                         0};
-            const std::uint64_t key = keys[op.key];
-            op.invoked = clock.tick();
-            switch (op.kind) {
-              case OpKind::kInsert:
-                op.result = filter.insert(key) == Status::kOk;
-                break;
-              case OpKind::kErase:
-                op.result = filter.erase(key) == Status::kOk;
-                break;
-              case OpKind::kContains:
-                op.result = filter.contains(key);
-                break;
-            }
-            op.responded = clock.tick();
-            logs[static_cast<std::size_t>(t)].push_back(op);
-          }
-        });
-      }
-    }
-    std::vector<Operation> history;
-    for (const auto& log : logs) history.insert(history.end(), log.begin(), log.end());
-    ASSERT_TRUE(ccf::testing::linearizable(history, ccf::testing::MultisetModel(kKeys)))
-        << "round " << round;
-  }
+  ccf::testing::check_small_histories([] { return std::make_unique<Optimistic>(64); },
+                                      ccf::testing::scaled(3000, 5));
 }
 
 TEST(StripedLinearizability, CheckerRejectsANonLinearizableHistory) {

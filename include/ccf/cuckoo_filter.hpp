@@ -46,6 +46,7 @@
 #include "ccf/detail/addressing.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/filter_format.hpp"
+#include "ccf/detail/key_api.hpp"
 #include "ccf/detail/packed_table.hpp"
 #include "ccf/detail/semi_sorted_table.hpp"
 #include "ccf/detail/software_pipeline.hpp"
@@ -94,7 +95,9 @@ std::uint64_t checked_bucket_count(std::size_t capacity, const FilterOptions& op
 }  // namespace detail
 
 template <class Table>
-class CuckooFilter {
+class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>> {
+  friend class detail::KeyApi<CuckooFilter>;
+
  public:
   using table_type = Table;
   static constexpr unsigned kFpBits = Table::kFpBits;
@@ -108,18 +111,10 @@ class CuckooFilter {
   CuckooFilter(CuckooFilter&&) noexcept = default;
   CuckooFilter& operator=(CuckooFilter&&) noexcept = default;
 
-  // ---- single-item operations ------------------------------------------------------------
-
-  Status insert(std::uint64_t key) noexcept { return insert_hash(hash_key(key, seed())); }
-  Status insert(std::string_view key) noexcept { return insert_hash(hash_key(key, seed())); }
-
-  bool contains(std::uint64_t key) const noexcept { return contains_hash(hash_key(key, seed())); }
-  bool contains(std::string_view key) const noexcept {
-    return contains_hash(hash_key(key, seed()));
-  }
-
-  Status erase(std::uint64_t key) noexcept { return erase_hash(hash_key(key, seed())); }
-  Status erase(std::string_view key) noexcept { return erase_hash(hash_key(key, seed())); }
+  // ---- single-item operations: insert, contains, erase (detail/key_api.hpp) -------------
+  using detail::KeyApi<CuckooFilter>::insert;
+  using detail::KeyApi<CuckooFilter>::contains;
+  using detail::KeyApi<CuckooFilter>::erase;
 
   // ---- batched operations ----------------------------------------------------------------
 

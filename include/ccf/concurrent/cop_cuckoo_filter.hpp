@@ -26,13 +26,16 @@
 #include "ccf/detail/addressing.hpp"
 #include "ccf/detail/atomic_packed_table.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
+#include "ccf/detail/key_api.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/sync/cop.hpp"
 
 namespace ccf {
 
 template <unsigned FpBits, unsigned Slots = 4, class Executor = sync::CopExecutor<>>
-class CopCuckooFilter {
+class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Executor>> {
+  friend class detail::KeyApi<CopCuckooFilter>;
+
  public:
   using table_type = AtomicPackedTable<FpBits, Slots>;
   static constexpr unsigned kFpBits = FpBits;
@@ -44,12 +47,7 @@ class CopCuckooFilter {
         addressing_(table_.bucket_count()),
         seed_(options.seed) {}
 
-  Status insert(std::uint64_t key) { return insert_at(locate(hash_key(key, seed_))); }
-  Status insert(std::string_view key) { return insert_at(locate(hash_key(key, seed_))); }
-  bool contains(std::uint64_t key) const { return contains_at(locate(hash_key(key, seed_))); }
-  bool contains(std::string_view key) const { return contains_at(locate(hash_key(key, seed_))); }
-  Status erase(std::uint64_t key) { return erase_at(locate(hash_key(key, seed_))); }
-  Status erase(std::string_view key) { return erase_at(locate(hash_key(key, seed_))); }
+  // insert, contains, erase of integer and byte-string keys: detail/key_api.hpp.
 
   std::size_t size() const noexcept { return static_cast<std::size_t>(items_.value()); }
   std::size_t capacity() const noexcept { return table_.bucket_count() * kSlots; }
@@ -84,6 +82,8 @@ class CopCuckooFilter {
     detail::CuckooPath<Slots, kPathDepth> path;
   };
 
+  std::uint64_t seed() const noexcept { return seed_; }
+
   Location locate(std::uint64_t hash) const noexcept {
     const std::uint64_t primary = addressing_.index(hash);
     const std::uint32_t fp = addressing_.fingerprint(hash);
@@ -99,7 +99,8 @@ class CopCuckooFilter {
     return w == Where::kPrimary ? at.primary : at.alternate;
   }
 
-  bool contains_at(const Location& at) const {
+  bool contains_hash(std::uint64_t hash) const {
+    const Location at = locate(hash);
     const auto prefix = [&] { return where(at); };
     const auto verify = [&](Where w) { return where(at) == w; };
     const auto complete = [](Where w) { return w != Where::kNeither; };
@@ -107,7 +108,8 @@ class CopCuckooFilter {
     return executor_.template run<sync::Access::kRead>(prefix, verify, complete, whole);
   }
 
-  Status erase_at(const Location& at) {
+  Status erase_hash(std::uint64_t hash) {
+    const Location at = locate(hash);
     const auto prefix = [&] { return where(at); };
     const auto verify = [&](Where w) { return where(at) == w; };
     const auto complete = [&](Where w) {
@@ -120,7 +122,8 @@ class CopCuckooFilter {
     return executor_.template run<sync::Access::kWrite>(prefix, verify, complete, whole);
   }
 
-  Status insert_at(const Location& at) {
+  Status insert_hash(std::uint64_t hash) {
+    const Location at = locate(hash);
     const auto prefix = [&] { return plan_insert(at); };
     const auto verify = [&](const InsertPlan& plan) { return plan_holds(at, plan); };
     const auto complete = [&](const InsertPlan& plan) { return carry_out(at, plan); };

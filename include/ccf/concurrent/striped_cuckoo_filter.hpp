@@ -73,6 +73,7 @@
 #include "ccf/detail/atomic_packed_table.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/filter_format.hpp"
+#include "ccf/detail/key_api.hpp"
 #include "ccf/detail/software_pipeline.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
@@ -82,7 +83,9 @@ namespace ccf {
 enum class ReadMode { kOptimistic, kLocking };
 
 template <unsigned FpBits, unsigned Slots = 4, ReadMode Reads = ReadMode::kOptimistic>
-class StripedCuckooFilter {
+class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Slots, Reads>> {
+  friend class detail::KeyApi<StripedCuckooFilter>;
+
  public:
   using table_type = AtomicPackedTable<FpBits, Slots>;
   static constexpr unsigned kFpBits = FpBits;
@@ -98,12 +101,7 @@ class StripedCuckooFilter {
   StripedCuckooFilter(const StripedCuckooFilter&) = delete;
   StripedCuckooFilter& operator=(const StripedCuckooFilter&) = delete;
 
-  Status insert(std::uint64_t key) noexcept { return insert_hash(hash_key(key, seed_)); }
-  Status insert(std::string_view key) noexcept { return insert_hash(hash_key(key, seed_)); }
-  bool contains(std::uint64_t key) const noexcept { return contains_hash(hash_key(key, seed_)); }
-  bool contains(std::string_view key) const noexcept { return contains_hash(hash_key(key, seed_)); }
-  Status erase(std::uint64_t key) noexcept { return erase_hash(hash_key(key, seed_)); }
-  Status erase(std::string_view key) noexcept { return erase_hash(hash_key(key, seed_)); }
+  // insert, contains, erase of integer and byte-string keys: detail/key_api.hpp.
 
   // out[i] = contains(keys[i]) (each lookup linearizable on its own); returns the hits. Hashes
   // and prefetches buckets and stripes 16 keys ahead.
@@ -267,6 +265,8 @@ class StripedCuckooFilter {
         stripes_(std::make_unique<Stripe[]>(stripe_count_)),
         requested_capacity_(capacity),
         seed_(options.seed) {}
+
+  std::uint64_t seed() const noexcept { return seed_; }
 
   Stripe& stripe_of(std::uint64_t bucket) const noexcept {
     return stripes_[bucket & (stripe_count_ - 1)];

@@ -69,6 +69,7 @@
 #include "ccf/detail/bit_lanes.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/filter_format.hpp"
+#include "ccf/detail/key_api.hpp"
 #include "ccf/detail/packed_table.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/hash.hpp"
@@ -79,7 +80,9 @@ namespace ccf {
 
 template <unsigned FpBits = 12, class Stats = lockfree::NoKcasStats,
           class Hook = lockfree::NoKcasHook>
-class LockFreeCuckooFilter {
+class LockFreeCuckooFilter : public detail::KeyApi<LockFreeCuckooFilter<FpBits, Stats, Hook>> {
+  friend class detail::KeyApi<LockFreeCuckooFilter>;
+
  public:
   static_assert(FpBits == 8 || FpBits == 12,
                 "a bucket word holds 4 fingerprints and a >= 15-bit counter: F = 8 or 12");
@@ -114,12 +117,7 @@ class LockFreeCuckooFilter {
   LockFreeCuckooFilter(const LockFreeCuckooFilter&) = delete;
   LockFreeCuckooFilter& operator=(const LockFreeCuckooFilter&) = delete;
 
-  Status insert(std::uint64_t key) { return insert_hash(hash_key(key, seed_)); }
-  Status insert(std::string_view key) { return insert_hash(hash_key(key, seed_)); }
-  bool contains(std::uint64_t key) const { return contains_hash(hash_key(key, seed_)); }
-  bool contains(std::string_view key) const { return contains_hash(hash_key(key, seed_)); }
-  Status erase(std::uint64_t key) { return erase_hash(hash_key(key, seed_)); }
-  Status erase(std::string_view key) { return erase_hash(hash_key(key, seed_)); }
+  // insert, contains, erase of integer and byte-string keys: detail/key_api.hpp.
 
   std::size_t size() const noexcept { return static_cast<std::size_t>(items_.value()); }
   std::size_t capacity() const noexcept {
@@ -257,6 +255,8 @@ class LockFreeCuckooFilter {
     std::uint64_t alternate;
     std::uint32_t fp;
   };
+
+  std::uint64_t seed() const noexcept { return seed_; }
 
   static Location locate(const Level& level, std::uint64_t hash) noexcept {
     const std::uint64_t primary = level.addressing.index(hash);
