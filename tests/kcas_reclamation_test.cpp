@@ -1,6 +1,7 @@
-// EpochDomain (lockfree/reclamation.hpp): what a guard protects, nesting, re-entrant deleters,
-// hand-over of a finished thread's limbo bags, drain, and a reader/writer stress run that
-// AddressSanitizer checks for use-after-free.
+// EpochDomain (lockfree/reclamation.hpp): what a guard protects, nesting, re-entrant deleters
+// (one retiring into the very bag being emptied keeps its grace period), hand-over of a finished
+// thread's limbo bags, drain, and a reader/writer stress run that AddressSanitizer checks for
+// use-after-free.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -130,6 +131,56 @@ TEST(EpochDomain, DeletersMayRetire) {
   EXPECT_GT(domain.drain(), 0U);
   EXPECT_EQ(live.load(), 0);
   EXPECT_EQ(domain.retired_count(), domain.reclaimed_count());
+}
+
+// Regression (a TSan use-after-free in the lock-free filter's hammer): retire() empties the
+// stale bag of its epoch by running its deleters, and a deleter that retires again while the
+// epoch has moved on by a multiple of 3 lands in that same bag. The outer retire must not then
+// relabel the bag with its own, older epoch: that shortened the grace period of the deleter's
+// object, which was then freed at once. Every deleter here checks that two advances have passed
+// since its object was retired.
+struct EpochChecked {
+  struct Context {
+    EpochDomain domain;
+    int early = 0;          // objects freed before two advances since their retire
+    bool draining = false;  // drain() ignores epochs on purpose
+  };
+  Context* context;
+  std::uint64_t retired_at;
+  int advances_in_deleter;  // > 0: the deleter advances that often, then retires a follower
+
+  static void retire(Context& context, int advances) {
+    context.domain.retire(new EpochChecked{&context, context.domain.epoch(), advances}, &deleter);
+  }
+  static void deleter(void* p) {
+    auto* self = static_cast<EpochChecked*>(p);
+    Context& context = *self->context;
+    if (!context.draining && context.domain.epoch() < self->retired_at + 2) ++context.early;
+    for (int i = 0; i < self->advances_in_deleter; ++i) context.domain.try_advance();
+    if (self->advances_in_deleter > 0) retire(context, 0);
+    delete self;
+  }
+};
+
+TEST(EpochDomain, DeleterRetiringIntoTheBagBeingEmptiedKeepsItsGracePeriod) {
+  for (int advances = 1; advances <= 7; ++advances) {
+    EpochChecked::Context context;
+    EpochChecked::retire(context, advances);  // epoch e, bag e % 3
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(context.domain.try_advance());
+    // Epoch e + 3: this retire finds bag (e + 3) % 3 stale and runs its deleter, which moves
+    // the epoch on and retires a follower, into the same bag when it moved on by 3 or 6.
+    EpochChecked::retire(context, 0);
+    context.domain.reclaim();
+    for (int i = 0; i < 6; ++i) {
+      EpochChecked::retire(context, 0);
+      context.domain.try_advance();
+      context.domain.reclaim();
+    }
+    context.draining = true;
+    context.domain.drain();
+    EXPECT_EQ(context.early, 0) << "an object was freed before two advances (its deleter "
+                                << "advanced " << advances << " times)";
+  }
 }
 
 TEST(EpochDomain, FinishedThreadsBagsAreAdoptedAndReclaimed) {

@@ -23,14 +23,17 @@
 //
 //   pin:     state = (E << 1) | 1            (outermost guard only; guards nest)
 //   unpin:   state = 0
-//   retire:  append to bags[E % 3] (first emptying that bag if it still holds epoch E - 3)
+//   retire:  append to bags[E % 3] (first emptying that bag if it still holds epoch E - 3 or
+//            older, then labelling it E unless a deleter run meanwhile labelled it later)
 //   advance: E -> E + 1 once every pinned record observed E
 //   reclaim: a bag of epoch b is freed once E >= b + 2
 //
 // Why E >= b + 2 is safe: E can only move past e + 1 after every thread pinned at e has left its
 // region, so when E reaches b + 2 every region that was open while the object was still
 // reachable (before the retire that read E == b) has closed; a region opened later cannot
-// reach the object because the caller unlinked it before retiring it.
+// reach the object because the caller unlinked it before retiring it. Hence the invariant: a
+// bag's label is at least the E read by the retire of each item in it (a later label only
+// delays reclamation; an earlier one frees too soon).
 //
 // Threads register on first use (a thread_local cache maps each domain to the thread's
 // record) and deregister at thread exit: the record is marked free and its limbo bags stay in
@@ -38,8 +41,14 @@
 // drain() reclaims everything at once and is for quiescent moments (no thread inside a guard
 // or retiring on this domain, e.g. after joining the workers); the destructor drains.
 //
-// Deleters may retire again (the K-CAS finalizer re-retires the descriptor it finalized);
-// reclamation tolerates this re-entrancy.
+// Deleters may retire again (the K-CAS finalizer re-retires the descriptor it finalized). A
+// bag's items are taken out before their deleters run, and such a retire reads E afresh: the
+// thread is not pinned, so E may have moved on by a multiple of 3 meanwhile, and the retire
+// then lands in the very bag being emptied and labels it with that later epoch. Nothing may
+// lower a label afterwards: retire() relabelling the bag it emptied with its own, older E cut
+// the grace period of what the deleter retired short (a finalized K-CAS descriptor was freed
+// under a reader; kcas_reclamation_test DeleterRetiringIntoTheBagBeingEmptiedKeepsItsGracePeriod
+// replays it), so labels only grow.
 //
 // Synchronization points (all seq_cst unless marked):
 //   (E1) pin: load E            (E2) pin: store state = (e << 1) | 1
@@ -61,6 +70,7 @@
 // only if threads do not stall inside guards for long.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <cstddef>
@@ -217,7 +227,10 @@ class EpochDomain {
     if (bag.epoch != e) {
       // The bag still holds epoch e - 3 or older: E >= bag.epoch + 2, so it is free to go.
       reclaim_bag(*r, bag);
-      bag.epoch = e;
+      // A deleter that retired may have labelled this bag with a later epoch (E moved on by a
+      // multiple of 3 while the deleters ran): keep it, or its items would be freed too soon.
+      // The later label is also safe for `object`.
+      bag.epoch = std::max(bag.epoch, e);
     }
     bag.items.push_back(detail::EpochRetired{object, deleter});
     // Statistics, owner-written: relaxed (see EpochRecord).
@@ -309,7 +322,7 @@ class EpochDomain {
   }
 
   // Runs the deleters of one bag; the bag may receive new items meanwhile (a deleter that
-  // retires lands in the current epoch's bag, which may be this one).
+  // retires lands in the current epoch's bag, which may be this one, and relabels it).
   static std::size_t reclaim_bag(Record& r, detail::EpochBag& bag) {
     std::vector<detail::EpochRetired> items;
     items.swap(bag.items);
