@@ -1,0 +1,78 @@
+// One adapter for every ccf filter: anything with insert(uint64) -> ccf::Status,
+// contains(uint64), size(), capacity() and memory_bytes(); erase, contains_many and
+// load_factor are used when the filter has them. Registering a filter:
+//   r.add({"name", "description", filter_traits<F>(/*thread_safe=*/true),
+//          [](const StructureConfig& c) { return std::make_unique<FilterAdapter<F>>(...); }});
+#pragma once
+
+#include <ccf/status.hpp>
+#include <concepts>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
+
+#include "structure.hpp"
+
+namespace chtbench {
+
+template <class F>
+concept ErasableFilter = requires(F& f, std::uint64_t k) {
+  { f.erase(k) } -> std::same_as<ccf::Status>;
+};
+template <class F>
+concept BatchedFilter = requires(const F& f, std::span<const std::uint64_t> k, std::span<bool> o) {
+  { f.contains_many(k, o) } -> std::convertible_to<std::size_t>;
+};
+template <class F>
+concept LoadFactorFilter = requires(const F& f) {
+  { f.load_factor() } -> std::convertible_to<double>;
+};
+
+template <class F>
+class FilterAdapter final : public Structure {
+ public:
+  template <class... Args>
+  explicit FilterAdapter(Args&&... args) : filter_(std::forward<Args>(args)...) {}
+
+  bool insert(std::uint64_t key) override { return filter_.insert(key) == ccf::Status::kOk; }
+  bool contains(std::uint64_t key) const override { return filter_.contains(key); }
+  bool erase(std::uint64_t key) override {
+    if constexpr (ErasableFilter<F>) {
+      return filter_.erase(key) == ccf::Status::kOk;
+    } else {
+      return false;  // not registered with erase support: the harness never calls it
+    }
+  }
+  std::size_t contains_many(std::span<const std::uint64_t> keys,
+                            std::span<bool> out) const override {
+    if constexpr (BatchedFilter<F>) {
+      return filter_.contains_many(keys, out);
+    } else {
+      return Structure::contains_many(keys, out);
+    }
+  }
+  std::size_t size() const override { return filter_.size(); }
+  std::size_t capacity() const override { return filter_.capacity(); }
+  std::size_t memory_bytes() const override { return filter_.memory_bytes(); }
+  double load_factor() const override {
+    if constexpr (LoadFactorFilter<F>) {
+      return filter_.load_factor();
+    } else {
+      return Structure::load_factor();
+    }
+  }
+
+ private:
+  F filter_;
+};
+
+template <class F>
+constexpr StructureTraits filter_traits(bool thread_safe) {
+  return {.filter = true,
+          .thread_safe = thread_safe,
+          .erase = ErasableFilter<F>,
+          .batched = BatchedFilter<F>};
+}
+
+}  // namespace chtbench

@@ -1,0 +1,197 @@
+#include "cli.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <span>
+#include <string>
+
+#include "filter_bench.hpp"
+#include "registry.hpp"
+#include "report.hpp"
+#include "suite.hpp"
+#include "workload.hpp"
+
+namespace chtbench {
+namespace {
+
+const StructureInfo& find_structure(const std::string& name) {
+  const StructureInfo* info = registry().find(name);
+  if (info == nullptr) {
+    throw UsageError(
+        fmt::format("unknown structure '{}'; `chtbench --list` shows the names", name));
+  }
+  return *info;
+}
+
+void list_structures() {
+  for (const StructureInfo& s : registry().all()) {
+    fmt::print("{:<26} {}\n", s.name, s.description);
+  }
+}
+
+// A CLI11 validator from a parse function that throws std::invalid_argument.
+template <class Parse>
+CLI::Validator parsed_by(Parse parse, std::string description) {
+  return CLI::Validator(
+      [parse](std::string& text) -> std::string {
+        try {
+          parse(text);
+          return {};
+        } catch (const std::invalid_argument& e) {
+          return e.what();
+        }
+      },
+      std::move(description));
+}
+
+struct Output {
+  std::string format = "table";
+  std::string path;
+
+  void add_to(CLI::App& app) {
+    app.add_option("--format", format, "output format")
+        ->check(CLI::IsMember({"table", "csv", "json"}))
+        ->capture_default_str();
+    app.add_option("--out", path, "write the results to FILE instead of stdout");
+  }
+  template <class Result>
+  void write(const Result& result) const {
+    emit(render(std::span<const Result>(&result, 1), parse_format(format)), path);
+  }
+};
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{
+      "chtbench: the unified, fair benchmark for concurrent hash tables and filters.\n"
+      "Every structure runs through one adapter interface under identical keys, threads and\n"
+      "allocator. See docs/chtbench.md."};
+  app.name("chtbench");
+  bool list = false;
+  app.add_flag("--list", list, "list every structure: name and a one-line description");
+
+  // chtbench run
+  RunConfig rc;
+  std::string dist = "uniform", pin = "default", init = "one";
+  Output run_out;
+  CLI::App* run = app.add_subcommand(
+      "run", "timed mixed workload on one structure (the thesis's CHTBench, SPEC.md §6)");
+  run->add_option("-s,--structure", rc.structure, "structure name (see --list)")->required();
+  run->add_option("-n,--threads", rc.threads, "n: benchmark threads")
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+  run->add_option("-u,--update", rc.update_pct,
+                  "u: update percent, half inserts and half erases; the rest are lookups")
+      ->check(CLI::Range(0u, 100u))
+      ->capture_default_str();
+  run->add_option("-i,--initial", rc.initial,
+                  "i: initial items, distinct keys of [1, r] chosen uniformly")
+      ->capture_default_str();
+  run->add_option("-r,--range", rc.range,
+                  "r: keys are drawn from [1, r]; default 2i, so about half of all operations "
+                  "fail");
+  run->add_option("-d,--duration-ms", rc.duration_ms, "d: length of the timed phase, ms")
+      ->check(CLI::Range(1u, 3600000u))
+      ->capture_default_str();
+  run->add_option("--dist", dist,
+                  "key distribution: uniform, or zipf:THETA (key k drawn with probability "
+                  "proportional to k^-THETA, e.g. zipf:0.99)")
+      ->check(parsed_by(KeyDist::parse, "uniform|zipf:THETA"))
+      ->capture_default_str();
+  run->add_option("--pin", pin,
+                  "thread placement from the hwloc topology: default (the OS), compact (fill "
+                  "one package, core by core), balanced (spread, hyperthreads last)")
+      ->check(CLI::IsMember({"default", "compact", "balanced"}))
+      ->capture_default_str();
+  run->add_option("--init-threads", init,
+                  "initial fill by one thread or by all n threads behind a barrier")
+      ->check(CLI::IsMember({"one", "all"}))
+      ->capture_default_str();
+  run->add_flag("--latency", rc.latency,
+                "time 1 in 64 operations with the cycle counter; report p50/p90/p99/p99.9 ns "
+                "per class (get/put/rem, suc/fail)");
+  run->add_option("-k,--repeat", rc.repeat,
+                  "K: repeat with a fresh structure K times; report the median")
+      ->check(CLI::Range(1u, 1000u))
+      ->capture_default_str();
+  run->add_option("--capacity", rc.capacity, "items every structure is sized for (default r)");
+  run->add_option("--fp-bits", rc.fp_bits,
+                  "filters: fingerprint bits (Bloom filters: bits per item)")
+      ->capture_default_str();
+  run->add_option("--seed", rc.seed, "seed of every key stream")->capture_default_str();
+  run_out.add_to(*run);
+
+  // chtbench filter
+  FilterBenchConfig fc;
+  std::string filter_pin = "default";
+  Output filter_out;
+  CLI::App* filter = app.add_subcommand(
+      "filter",
+      "filter metrics: fill to the first failure; load factor, bits/item, false-positive rate, "
+      "construction and lookup rates");
+  filter->add_option("-s,--structure", fc.structure, "filter name (see --list)")->required();
+  filter->add_option("--fp-bits", fc.fp_bits, "fingerprint bits (Bloom filters: bits per item)")
+      ->capture_default_str();
+  filter->add_option("--capacity", fc.capacity, "items the filter is sized for")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  filter->add_option("-n,--threads", fc.threads, "n: threads (thread-safe filters only)")
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+  filter->add_option("--pin", filter_pin, "thread placement: default, compact or balanced")
+      ->check(CLI::IsMember({"default", "compact", "balanced"}))
+      ->capture_default_str();
+  filter->add_option("--seed", fc.seed, "seed of the key streams")->capture_default_str();
+  filter_out.add_to(*filter);
+
+  // chtbench suite
+  SuiteOptions so;
+  CLI::App* suite = app.add_subcommand(
+      "suite", "the side-by-side evaluation of every structure: table on stdout, plots in DIR");
+  suite->add_option("plan", so.plan, "quick (a few minutes on 2 cores) or full")
+      ->required()
+      ->check(CLI::IsMember({"quick", "full"}));
+  suite->add_option("--out", so.out_dir, "directory for results.json, results.csv and the PNGs")
+      ->capture_default_str();
+  suite
+      ->add_option("--structures", so.structures,
+                   "only these structures (comma-separated names; default: all)")
+      ->delimiter(',');
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is a ParseError with status 0
+  }
+
+  try {
+    if (list) {
+      list_structures();
+    } else if (run->parsed()) {
+      rc.dist = KeyDist::parse(dist);
+      rc.pin = parse_pin(pin);
+      rc.init_all = init == "all";
+      run_out.write(run_benchmark(find_structure(rc.structure), rc));
+    } else if (filter->parsed()) {
+      fc.pin = parse_pin(filter_pin);
+      filter_out.write(run_filter_benchmark(find_structure(fc.structure), fc));
+    } else if (suite->parsed()) {
+      run_suite(so);
+    } else {
+      std::cerr << app.help() << "\nchtbench: nothing to do: give --list or a subcommand\n";
+      return 2;
+    }
+  } catch (const UsageError& e) {
+    std::cerr << "chtbench: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "chtbench: failed: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace chtbench

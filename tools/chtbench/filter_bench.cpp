@@ -1,0 +1,153 @@
+#include "filter_bench.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "keys.hpp"
+#include "memory_probe.hpp"
+#include "parallel.hpp"
+#include "workload.hpp"
+
+namespace chtbench {
+
+double FilterResult::lookup_mops() const {
+  if (positive_mops <= 0 || negative_mops <= 0) return 0;
+  const auto p = static_cast<double>(positive_queries);
+  const auto n = static_cast<double>(negative_queries);
+  return (p + n) / (p / positive_mops + n / negative_mops);
+}
+
+namespace {
+
+constexpr std::uint64_t kPositiveStream = 3;
+constexpr std::uint64_t kNegativeStream = 4;
+constexpr std::size_t kBatch = 1024;
+
+std::vector<std::uint64_t> random_keys(std::uint64_t seed, std::uint64_t stream, std::size_t n) {
+  Rng rng(stream_seed(seed, stream, 0));
+  std::vector<std::uint64_t> keys(n);
+  for (auto& k : keys) k = rng();
+  return keys;
+}
+
+// Thread t's share of keys: indices t, t + n, t + 2n, ... (first `count` of them).
+template <class F>
+void for_share(const std::vector<std::uint64_t>& keys, unsigned t, unsigned n, std::size_t count,
+               F f) {
+  for (std::size_t j = 0, i = t; j < count && i < keys.size(); ++j, i += n) f(keys[i]);
+}
+
+}  // namespace
+
+FilterResult run_filter_benchmark(const StructureInfo& info, FilterBenchConfig c) {
+  c.structure = info.name;
+  if (!info.traits.filter) {
+    throw UsageError(fmt::format("'{}' is not a filter; `chtbench run` benchmarks it", info.name));
+  }
+  if (c.threads == 0) throw UsageError("--threads (n) must be at least 1");
+  if (c.threads > 1 && !info.traits.thread_safe) {
+    throw UsageError(fmt::format(
+        "'{}' is sequential (not thread-safe): it runs with one thread only; use --threads 1",
+        info.name));
+  }
+  if (c.capacity == 0) throw UsageError("--capacity must be at least 1");
+
+  std::unique_ptr<Structure> s;
+  try {
+    s = info.make({.capacity = c.capacity, .fp_bits = c.fp_bits, .seed = c.seed});
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("cannot build '{}': {}", info.name, e.what()));
+  }
+
+  FilterResult r;
+  r.config = c;
+  r.slots = s->capacity();
+  const unsigned n = c.threads;
+  const std::vector<std::uint64_t> keys = random_keys(c.seed, kPositiveStream, r.slots);
+
+  // Construction: each thread inserts its share until the first failure anywhere.
+  std::vector<std::size_t> stored(n, 0);
+  std::atomic<bool> full{false};
+  const double build_seconds = parallel_phase(*s, c.pin, n, [&](unsigned t) {
+    std::size_t mine = 0;
+    // Relaxed: the flag only shortens the other threads' loops.
+    for (std::size_t i = t; i < keys.size() && !full.load(std::memory_order_relaxed); i += n) {
+      if (!s->insert(keys[i])) {
+        full.store(true, std::memory_order_relaxed);
+        break;
+      }
+      ++mine;
+    }
+    stored[t] = mine;
+  });
+  r.filled_to_failure = full.load();
+  for (const std::size_t k : stored) r.items += k;
+  r.construction_mops = static_cast<double>(r.items) / build_seconds / 1e6;
+  r.memory_bytes = s->memory_bytes();
+  r.load_factor = s->load_factor();
+  r.bits_per_item =
+      r.items == 0 ? 0 : 8.0 * static_cast<double>(r.memory_bytes) / static_cast<double>(r.items);
+
+  r.positive_queries = r.items;
+  r.negative_queries =
+      c.negative_queries != 0 ? c.negative_queries : std::max<std::uint64_t>(r.items, 1u << 20);
+  const std::vector<std::uint64_t> negatives =
+      random_keys(c.seed, kNegativeStream, r.negative_queries);
+  const auto neg_share = [&](unsigned t) { return (negatives.size() - t + n - 1) / n; };
+
+  // Plain lookups: one contains() per key.
+  std::atomic<std::uint64_t> hits{0};
+  const auto plain = [&](const std::vector<std::uint64_t>& set, auto share) {
+    hits = 0;
+    const double seconds = parallel_phase(*s, c.pin, n, [&](unsigned t) {
+      std::uint64_t mine = 0;
+      for_share(set, t, n, share(t), [&](std::uint64_t k) { mine += s->contains(k); });
+      hits.fetch_add(mine, std::memory_order_relaxed);  // relaxed: read after the join
+    });
+    return seconds;
+  };
+  // Batched lookups: contains_many() over batches of kBatch keys.
+  const auto batched = [&](const std::vector<std::uint64_t>& set, auto share) {
+    return parallel_phase(*s, c.pin, n, [&](unsigned t) {
+      std::vector<std::uint64_t> batch;
+      batch.reserve(kBatch);
+      const auto out = std::make_unique<bool[]>(kBatch);
+      std::uint64_t mine = 0;
+      const auto flush = [&] {
+        mine += s->contains_many(batch, std::span<bool>(out.get(), batch.size()));
+        batch.clear();
+      };
+      for_share(set, t, n, share(t), [&](std::uint64_t k) {
+        batch.push_back(k);
+        if (batch.size() == kBatch) flush();
+      });
+      flush();
+      hits.fetch_add(mine, std::memory_order_relaxed);  // keeps the lookups observable
+    });
+  };
+  const auto pos_share = [&](unsigned t) { return stored[t]; };
+  const auto mops = [](std::uint64_t q, double seconds) {
+    return static_cast<double>(q) / seconds / 1e6;
+  };
+
+  r.positive_mops = mops(r.positive_queries, plain(keys, pos_share));
+  r.false_negatives = r.positive_queries - hits.load();
+  r.negative_mops = mops(r.negative_queries, plain(negatives, neg_share));
+  r.false_positives = hits.load();
+  r.fpr = static_cast<double>(r.false_positives) / static_cast<double>(r.negative_queries);
+  r.positive_batched_mops = mops(r.positive_queries, batched(keys, pos_share));
+  r.negative_batched_mops = mops(r.negative_queries, batched(negatives, neg_share));
+
+  const MemoryProbe probe(r.memory_bytes);
+  r.limit_mops =
+      measure_limit_mops(probe, n, std::chrono::milliseconds(c.probe_ms),
+                         [&](unsigned t) { Topology::get().pin_current_thread(c.pin, t); });
+  return r;
+}
+
+}  // namespace chtbench

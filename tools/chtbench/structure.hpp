@@ -1,0 +1,89 @@
+// The one adapter interface every benchmarked structure implements (STYLE.md point 12).
+//
+// The harness sees a structure only through `Structure`: uint64 keys in, booleans out. Hash
+// tables are sets (insert fails if the key is present, erase fails if it is absent); filters
+// report `false` from insert when full and from erase when no copy of the fingerprint is found.
+// Every structure pays the same indirect call per operation, so the comparison stays fair;
+// batched lookups (`contains_many`) amortize it for structures with a native batch API.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+
+namespace chtbench {
+
+// What a structure is built for. Every structure in one comparison gets the same values.
+struct StructureConfig {
+  std::size_t capacity = std::size_t{1} << 20;  // items it must be able to hold
+  unsigned fp_bits = 12;  // filters: fingerprint bits (Bloom filters: bits per item)
+  std::uint64_t seed = 1;
+};
+
+class Structure {
+ public:
+  Structure() = default;
+  Structure(const Structure&) = delete;
+  Structure& operator=(const Structure&) = delete;
+  virtual ~Structure() = default;
+
+  virtual bool insert(std::uint64_t key) = 0;
+  virtual bool contains(std::uint64_t key) const = 0;
+  virtual bool erase(std::uint64_t key) = 0;
+  // Looks up keys[i] into out[i]; returns the number of hits. Structures with a native batch
+  // API (hash all, prefetch, then probe) override it.
+  virtual std::size_t contains_many(std::span<const std::uint64_t> keys,
+                                    std::span<bool> out) const {
+    std::size_t hits = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) hits += (out[i] = contains(keys[i]));
+    return hits;
+  }
+
+  // Not called while operations run (may be O(n) for some peers).
+  virtual std::size_t size() const = 0;
+  // The items it was built to hold: slots for a cuckoo filter, the design size for a Bloom
+  // filter, the configured capacity for a (growable) hash table.
+  virtual std::size_t capacity() const = 0;
+  // The structure's own accounting of the bytes it holds.
+  virtual std::size_t memory_bytes() const = 0;
+  // Filters: stored items / slots (NaN where the notion does not apply).
+  virtual double load_factor() const { return std::numeric_limits<double>::quiet_NaN(); }
+
+  // Called by every thread before its first and after its last operation (RCU registration).
+  virtual void thread_enter() {}
+  virtual void thread_exit() {}
+};
+
+struct StructureTraits {
+  bool filter = false;       // fingerprints, not keys: false positives, duplicates allowed
+  bool thread_safe = false;  // may be used by several threads at once
+  bool erase = true;         // supports erase
+  bool batched = false;      // has a native batched lookup
+};
+
+using StructureFactory = std::function<std::unique_ptr<Structure>(const StructureConfig&)>;
+
+struct StructureInfo {
+  std::string name;
+  std::string description;
+  StructureTraits traits;
+  StructureFactory make;
+};
+
+// RAII for thread_enter / thread_exit.
+class ThreadScope {
+ public:
+  explicit ThreadScope(Structure& s) : s_(s) { s_.thread_enter(); }
+  ~ThreadScope() { s_.thread_exit(); }
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  Structure& s_;
+};
+
+}  // namespace chtbench

@@ -1,0 +1,386 @@
+#include "workload.hpp"
+
+#include <fmt/format.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <thread>
+
+#include "memory_probe.hpp"
+#include "parallel.hpp"
+#include "timing.hpp"
+
+namespace chtbench {
+
+std::uint64_t OpCounts::total() const {
+  return std::accumulate(n.begin(), n.end(), 0ULL);
+}
+
+OpCounts& OpCounts::operator+=(const OpCounts& other) {
+  for (std::size_t i = 0; i < n.size(); ++i) n[i] += other.n[i];
+  return *this;
+}
+
+RunConfig resolve(const StructureInfo& info, RunConfig c) {
+  c.structure = info.name;
+  if (c.threads == 0) throw UsageError("--threads (n) must be at least 1");
+  if (c.threads > 1 && !info.traits.thread_safe) {
+    throw UsageError(fmt::format(
+        "'{}' is sequential (not thread-safe): it runs with one thread only; use --threads 1",
+        info.name));
+  }
+  if (c.update_pct > 100) throw UsageError("--update (u) is a percentage: 0 to 100");
+  if (c.update_pct > 0 && !info.traits.erase) {
+    throw UsageError(
+        fmt::format("'{}' cannot erase, so it runs read-only: use --update 0", info.name));
+  }
+  if (c.range == 0) c.range = 2 * c.initial;
+  if (c.range == 0) throw UsageError("--range (r) must be set when --initial (i) is 0");
+  if (c.initial > c.range) {
+    throw UsageError(
+        "--initial (i) must not exceed --range (r): the initial items are distinct "
+        "keys of [1, r]");
+  }
+  if (info.traits.filter && c.threads > c.range) {
+    throw UsageError("--threads (n) must not exceed --range (r): each thread owns keys");
+  }
+  if (c.capacity == 0) c.capacity = c.range;
+  if (c.capacity < c.initial) throw UsageError("--capacity must hold the i initial items");
+  if (c.duration_ms == 0) throw UsageError("--duration-ms (d) must be at least 1");
+  if (c.repeat == 0) throw UsageError("--repeat must be at least 1");
+  return c;
+}
+
+namespace {
+
+constexpr std::uint64_t kInitialStream = 1;
+constexpr std::uint64_t kOpStream = 2;
+constexpr unsigned kSampleEvery = 64;  // one timed operation in 64
+constexpr unsigned kStopCheck = 64;    // operations between reads of the stop flag
+
+std::int64_t rss_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::int64_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * ::sysconf(_SC_PAGESIZE);
+}
+
+// The keys one thread owns -- k with (k - 1) mod n == thread, rank (k - 1) / n -- and a bitmap
+// of which are present. The hash-table workload uses it only to build the initial set.
+class Ownership {
+ public:
+  Ownership(std::uint64_t range, unsigned threads, unsigned thread)
+      : n_(threads),
+        thread_(thread),
+        ranks_(thread < range ? (range - 1 - thread) / threads + 1 : 0),
+        bits_((ranks_ + 63) / 64, 0) {}
+
+  std::uint64_t ranks() const { return ranks_; }
+  std::uint64_t key(std::uint64_t rank) const { return rank * n_ + thread_ + 1; }
+  bool owns(std::uint64_t key) const { return (key - 1) % n_ == thread_; }
+  std::uint64_t rank(std::uint64_t key) const { return (key - 1) / n_; }
+  bool present(std::uint64_t rank) const { return (bits_[rank / 64] >> (rank % 64)) & 1; }
+  void set(std::uint64_t rank, bool value) {
+    const std::uint64_t mask = std::uint64_t{1} << (rank % 64);
+    bits_[rank / 64] = value ? bits_[rank / 64] | mask : bits_[rank / 64] & ~mask;
+  }
+
+  // Marks `count` uniformly chosen ranks present (count <= ranks()).
+  void choose(std::uint64_t count, Rng& rng) {
+    const bool invert = count > ranks_ / 2;  // then choose the absent ones instead
+    if (invert) {
+      for (std::uint64_t r = 0; r < ranks_; ++r) set(r, true);
+      count = ranks_ - count;
+    }
+    while (count > 0) {
+      const std::uint64_t r = rng.below(ranks_);
+      if (present(r) == invert) {
+        set(r, !invert);
+        --count;
+      }
+    }
+  }
+
+  template <class F>
+  void for_each_present(F f) const {
+    for (std::uint64_t r = 0; r < ranks_; ++r) {
+      if (present(r)) f(key(r), r);
+    }
+  }
+
+ private:
+  std::uint64_t n_;
+  std::uint64_t thread_;
+  std::uint64_t ranks_;
+  std::vector<std::uint64_t> bits_;
+};
+
+enum class OpKind : std::uint8_t { kInsert, kErase, kLookup };
+
+OpClass classify(OpKind kind, bool ok) {
+  constexpr std::array<OpClass, 3> kSuccess = {OpClass::kPutSuc, OpClass::kRemSuc,
+                                               OpClass::kGetSuc};
+  const auto success = kSuccess[static_cast<std::size_t>(kind)];
+  return ok ? success : static_cast<OpClass>(static_cast<unsigned>(success) + 1);
+}
+
+struct alignas(64) ThreadStats {
+  OpCounts ops;
+  std::uint64_t false_negatives = 0;
+  std::unique_ptr<std::array<LatencyHistogram, kOpClasses>> latency;
+};
+
+// A drawn operation key. `refused`: the filter workload knows the update must fail (insert of
+// a present key, erase of an absent one) and runs the search a set would run instead.
+struct Draw {
+  std::uint64_t key;
+  bool refused = false;
+};
+
+// Hash-table workload: every key from [1, r].
+class SetPolicy {
+ public:
+  SetPolicy(const RunConfig& c, Ownership&) : keys_(c.dist, c.range) {}
+  Draw draw(OpKind, Rng& rng) { return {keys_(rng)}; }
+  void after(OpKind, const Draw&, bool, ThreadStats&) {}
+
+ private:
+  KeyGenerator keys_;
+};
+
+// Filter workload: updates draw from the thread's own keys and are checked against its
+// presence bitmap, so a filter only ever inserts absent keys and erases present ones, while the
+// operation mix and failure rates stay those of the hash-table workload.
+class FilterPolicy {
+ public:
+  FilterPolicy(const RunConfig& c, Ownership& own)
+      : own_(own), own_keys_(c.dist, own.ranks()), all_keys_(c.dist, c.range) {}
+
+  Draw draw(OpKind kind, Rng& rng) {
+    if (kind == OpKind::kLookup) return {all_keys_(rng)};
+    const std::uint64_t rank = own_keys_(rng) - 1;
+    return {own_.key(rank), own_.present(rank) != (kind == OpKind::kErase)};
+  }
+
+  void after(OpKind kind, const Draw& d, bool ok, ThreadStats& stats) {
+    if (d.refused) return;
+    const bool present = own_.owns(d.key) && own_.present(own_.rank(d.key));
+    switch (kind) {
+      case OpKind::kLookup:  // a miss on a key this thread knows is present
+        stats.false_negatives += !ok && present;
+        break;
+      case OpKind::kErase:  // a present key whose fingerprint was not found
+        stats.false_negatives += !ok;
+        [[fallthrough]];
+      case OpKind::kInsert:
+        if (ok) own_.set(own_.rank(d.key), kind == OpKind::kInsert);
+        break;
+    }
+  }
+
+ private:
+  Ownership& own_;
+  KeyGenerator own_keys_;
+  KeyGenerator all_keys_;
+};
+
+bool apply(Structure& s, OpKind kind, std::uint64_t key) {
+  switch (kind) {
+    case OpKind::kInsert:
+      return s.insert(key);
+    case OpKind::kErase:
+      return s.erase(key);
+    case OpKind::kLookup:
+      return s.contains(key);
+  }
+  return false;
+}
+
+// One benchmark thread's timed loop. Only the structure call is timed, never key generation.
+template <class Policy, bool kSample>
+void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
+          const std::atomic<bool>& stop, ThreadStats& stats) {
+  Rng rng(stream_seed(c.seed, kOpStream, thread));
+  const std::uint64_t overhead = kSample ? timer_overhead() : 0;
+  const std::uint64_t u = c.update_pct;
+  std::uint64_t sample_clock = 0;
+  // Relaxed: the flag only ends the loop; the counters are read after the join.
+  while (!stop.load(std::memory_order_relaxed)) {
+    for (unsigned i = 0; i < kStopCheck; ++i) {
+      const std::uint64_t r = rng.below(200);  // u/2 % inserts, u/2 % erases
+      const OpKind kind = r < u ? OpKind::kInsert : r < 2 * u ? OpKind::kErase : OpKind::kLookup;
+      const Draw d = policy.draw(kind, rng);
+      const bool sample = kSample && ++sample_clock % kSampleEvery == 0;
+      const std::uint64_t t0 = sample ? cycles_begin() : 0;
+      const bool ok = d.refused ? (s.contains(d.key), false) : apply(s, kind, d.key);
+      const std::uint64_t t1 = sample ? cycles_end() : 0;
+      const OpClass cls = classify(kind, ok);
+      if (sample) {
+        const std::uint64_t ticks = t1 - t0;
+        (*stats.latency)[static_cast<std::size_t>(cls)].record(ticks > overhead ? ticks - overhead
+                                                                                : 0);
+      }
+      ++stats.ops[cls];
+      policy.after(kind, d, ok, stats);
+    }
+  }
+}
+
+struct Repeat {
+  double mops = 0;
+  double seconds = 0;
+  OpCounts ops;
+  std::uint64_t false_negatives = 0;
+  std::uint64_t initial_inserted = 0;
+  double fill_seconds = 0;
+  std::size_t size_after = 0;
+  std::size_t memory_bytes = 0;
+  std::int64_t rss_growth = 0;
+  std::array<LatencyHistogram, kOpClasses> latency{};
+};
+
+std::unique_ptr<Structure> make_structure(const StructureInfo& info, const RunConfig& c) {
+  try {
+    return info.make({.capacity = c.capacity, .fp_bits = c.fp_bits, .seed = c.seed});
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("cannot build '{}': {}", info.name, e.what()));
+  }
+}
+
+template <class Policy>
+Repeat run_repeat(const StructureInfo& info, const RunConfig& c) {
+  // Everything the harness itself needs is allocated before the baseline RSS is taken.
+  std::vector<Ownership> owners;
+  for (unsigned t = 0; t < c.threads; ++t) {
+    owners.emplace_back(c.range, c.threads, t);
+    Rng rng(stream_seed(c.seed, kInitialStream, t));
+    owners[t].choose(c.initial / c.threads + (t < c.initial % c.threads ? 1 : 0), rng);
+  }
+  std::vector<ThreadStats> stats(c.threads);
+  if (c.latency) {
+    for (auto& s : stats) s.latency = std::make_unique<std::array<LatencyHistogram, kOpClasses>>();
+  }
+  ::malloc_trim(0);
+  const std::int64_t rss_before = rss_bytes();
+  Repeat out;
+  {
+    const std::unique_ptr<Structure> s = make_structure(info, c);
+
+    // Initial fill: filler f inserts the initial keys of the owners t with t % fillers == f.
+    const unsigned fillers = c.init_all ? c.threads : 1;
+    std::atomic<std::uint64_t> inserted{0};
+    out.fill_seconds = parallel_phase(*s, c.pin, fillers, [&](unsigned f) {
+      std::uint64_t mine = 0;
+      for (unsigned t = f; t < c.threads; t += fillers) {
+        owners[t].for_each_present([&](std::uint64_t key, std::uint64_t rank) {
+          if (s->insert(key)) {
+            ++mine;
+          } else {
+            owners[t].set(rank, false);  // a full filter: keep the bitmap truthful
+          }
+        });
+      }
+      inserted.fetch_add(mine, std::memory_order_relaxed);  // relaxed: read after the join
+    });
+    out.initial_inserted = inserted.load();
+    const std::int64_t rss_filled = rss_bytes();
+
+    std::atomic<bool> stop{false};
+    out.seconds = parallel_phase(
+        *s, c.pin, c.threads,
+        [&](unsigned t) {
+          Policy policy(c, owners[t]);
+          if (c.latency) {
+            work<Policy, true>(*s, policy, c, t, stop, stats[t]);
+          } else {
+            work<Policy, false>(*s, policy, c, t, stop, stats[t]);
+          }
+        },
+        [&] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(c.duration_ms));
+          stop.store(true, std::memory_order_relaxed);
+        });
+
+    for (const auto& st : stats) {
+      out.ops += st.ops;
+      out.false_negatives += st.false_negatives;
+      if (st.latency) {
+        for (std::size_t k = 0; k < kOpClasses; ++k) out.latency[k].merge((*st.latency)[k]);
+      }
+    }
+    out.mops = static_cast<double>(out.ops.total()) / out.seconds / 1e6;
+    out.size_after = s->size();
+    out.memory_bytes = s->memory_bytes();
+    out.rss_growth = std::max(rss_filled, rss_bytes()) - rss_before;
+  }
+  ::malloc_trim(0);  // give the structure's memory back before the next measurement
+  return out;
+}
+
+LatencyStats summarize(const LatencyHistogram& h, double ghz) {
+  return {.samples = h.count(),
+          .p50 = h.quantile(0.50) / ghz,
+          .p90 = h.quantile(0.90) / ghz,
+          .p99 = h.quantile(0.99) / ghz,
+          .p999 = h.quantile(0.999) / ghz};
+}
+
+}  // namespace
+
+RunResult run_benchmark(const StructureInfo& info, const RunConfig& config,
+                        const std::function<void(unsigned)>& on_repeat) {
+  RunResult result;
+  result.config = resolve(info, config);
+  const RunConfig& c = result.config;
+  result.workload = info.traits.filter ? "filter" : "set";
+  if (c.latency) {  // calibrate before any timed phase
+    result.tsc_ghz = tsc_ghz();
+    result.timer_overhead_ns = static_cast<double>(timer_overhead()) / result.tsc_ghz;
+  }
+
+  std::vector<Repeat> repeats;
+  for (unsigned k = 0; k < c.repeat; ++k) {
+    if (on_repeat) on_repeat(k);
+    repeats.push_back(info.traits.filter ? run_repeat<FilterPolicy>(info, c)
+                                         : run_repeat<SetPolicy>(info, c));
+    result.repeat_mops.push_back(repeats.back().mops);
+  }
+
+  std::vector<std::size_t> order(repeats.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::ranges::sort(order, {}, [&](std::size_t i) { return repeats[i].mops; });
+  const Repeat& median = repeats[order[(order.size() - 1) / 2]];
+  result.throughput_mops = order.size() % 2 == 1
+                               ? median.mops
+                               : (median.mops + repeats[order[order.size() / 2]].mops) / 2;
+  result.seconds = median.seconds;
+  result.ops = median.ops;
+  result.false_negatives = median.false_negatives;
+  result.initial_inserted = median.initial_inserted;
+  result.fill_seconds = median.fill_seconds;
+  result.size_after = median.size_after;
+  result.memory_bytes = median.memory_bytes;
+  result.rss_growth_bytes = median.rss_growth;
+  if (c.latency) {
+    std::array<LatencyStats, kOpClasses> lat;
+    for (std::size_t k = 0; k < kOpClasses; ++k)
+      lat[k] = summarize(median.latency[k], result.tsc_ghz);
+    result.latency = lat;
+  }
+
+  const MemoryProbe probe(result.memory_bytes);
+  const auto probe_time = std::chrono::milliseconds(std::clamp(c.duration_ms / 2, 10u, 500u));
+  result.limit_mops = measure_limit_mops(probe, c.threads, probe_time, [&](unsigned t) {
+    Topology::get().pin_current_thread(c.pin, t);
+  });
+  return result;
+}
+
+}  // namespace chtbench
