@@ -22,10 +22,9 @@ namespace sync = ccf::sync;
 template <template <unsigned> class Filter, unsigned... Widths>
 std::unique_ptr<Structure> make_with_width(const StructureConfig& c, const std::string& name) {
   std::unique_ptr<Structure> made;
-  ((c.fp_bits == Widths
-        ? void(made = std::make_unique<FilterAdapter<Filter<Widths>>>(
-                   c.capacity, ccf::FilterOptions{.seed = c.seed}))
-        : void()),
+  ((c.fp_bits == Widths ? void(made = std::make_unique<FilterAdapter<Filter<Widths>>>(
+                                   c.capacity, ccf::FilterOptions{.seed = c.seed}))
+                        : void()),
    ...);
   if (!made) {
     std::string widths;
@@ -65,8 +64,7 @@ class FixedLockFree : public ccf::LockFreeCuckooFilter<F> {
 template <template <unsigned> class Filter, unsigned... Widths>
 void add(Registry& r, std::string name, std::string description) {
   const std::string captured = name;
-  r.add({std::move(name), std::move(description),
-         filter_traits<Filter<12>>(/*thread_safe=*/true),
+  r.add({std::move(name), std::move(description), filter_traits<Filter<12>>(/*thread_safe=*/true),
          [captured](const StructureConfig& c) {
            return make_with_width<Filter, Widths...>(c, captured);
          }});
@@ -75,9 +73,8 @@ void add(Registry& r, std::string name, std::string description) {
 }  // namespace
 
 void register_ccf_concurrent_filters(Registry& r) {
-  const std::string rtm = sync::rtm_available()
-                              ? "Intel RTM present: speculative"
-                              : "NO RTM on this CPU: runs the lock fallback only";
+  const std::string rtm = sync::rtm_available() ? "Intel RTM present: speculative"
+                                                : "NO RTM on this CPU: runs the lock fallback only";
   add<Coarse<GlobalLock<sync::TasLock>>::type, 12, 16>(
       r, "ccf-global-tas", "coarse cuckoo filter, one reader-writer lock over a TAS spin lock");
   add<Coarse<GlobalLock<sync::TtasLock>>::type, 12, 16>(
@@ -96,11 +93,12 @@ void register_ccf_concurrent_filters(Registry& r) {
       r, "ccf-rtm-slr", "coarse, RTM software-assisted lock removal (" + rtm + ")");
   add<Coarse<Elided<sync::ScmElision>>::type, 12, 16>(
       r, "ccf-rtm-scm", "coarse, RTM software-assisted conflict management (" + rtm + ")");
-  add<Coarse<Elided<sync::MixElision>>::type, 12, 16>(
-      r, "ccf-rtm-mix", "coarse, RTM SLR + SCM (" + rtm + ")");
+  add<Coarse<Elided<sync::MixElision>>::type, 12, 16>(r, "ccf-rtm-mix",
+                                                      "coarse, RTM SLR + SCM (" + rtm + ")");
   add<Cop, 12, 16>(r, "ccf-cop",
                    "consistency-oblivious cuckoo filter: plan unsynchronized, verify+complete "
-                   "in a short transaction (" + rtm + ")");
+                   "in a short transaction (" +
+                       rtm + ")");
   add<Striped, 12, 16>(r, "ccf-striped",
                        "fine-grained: striped seqlocks, store-free optimistic lookups, BFS path "
                        "search without locks");
