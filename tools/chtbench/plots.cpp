@@ -41,13 +41,17 @@ std::string panel_script(const Panel& p, int index, Legend legend) {
   s += fmt::format("set title {} noenhanced\nset xlabel {} noenhanced\nset ylabel {} noenhanced\n",
                    gp_string(p.title), gp_string(p.xlabel), gp_string(p.ylabel));
   s += "unset logscale\nset grid\nset format x '%g'\n";
-  if (legend == Legend::kNone) {
-    s += "unset key\n";
-  } else {
-    s += fmt::format("set key {} top left vertical Left reverse noenhanced\n",
-                     legend == Legend::kShared
-                         ? fmt::format("at screen {}, 0.9", kLegendColumn + 0.01)
-                         : std::string("outside right"));
+  switch (legend) {
+    case Legend::kNone:
+      s += "unset key\n";
+      break;
+    case Legend::kShared:  // the key box's top left corner at the reserved column
+      s += fmt::format("set key at screen {}, 0.9 top left vertical Left reverse noenhanced\n",
+                       kLegendColumn + 0.01);
+      break;
+    case Legend::kOutside:
+      s += "set key outside right top vertical Left reverse noenhanced\n";
+      break;
   }
   s += "set xtics autofreq norotate\nset autoscale\nset yrange [0:*]\n";
   if (p.logx) {

@@ -29,10 +29,14 @@
 #include "ccf/detail/key_api.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/sync/cop.hpp"
+#include "ccf/sync/rw_lock.hpp"
 
 namespace ccf {
 
-template <unsigned FpBits, unsigned Slots = 4, class Executor = sync::CopExecutor<>>
+// The default fallback lock is a reader-writer lock, so that lookups that fall back (all of them
+// where the CPU has no RTM) still run in parallel.
+template <unsigned FpBits, unsigned Slots = 4,
+          class Executor = sync::CopExecutor<sync::ReaderWriterLock<sync::McsLock>>>
 class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Executor>> {
   friend class detail::KeyApi<CopCuckooFilter>;
 

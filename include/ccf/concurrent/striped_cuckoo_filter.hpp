@@ -7,7 +7,7 @@
 // Layout
 //   table    AtomicPackedTable<F, b>: the sequential filter's exact bits (same memory, same
 //            file format), read and written through 64-bit atomic words.
-//   stripes  S = min(4096, buckets / 32 rounded up to a power of two) stripes; bucket i
+//   stripes  S = min(4096, buckets / 256 rounded up to a power of two) stripes; bucket i
 //            belongs to stripe i mod S. Each stripe is one cache line of its own:
 //              | seq (u64) | items (i64) | padding ... |   (64 bytes)
 //            seq is a seqlock and a spin lock at once: even = free, odd = a writer is inside.
@@ -261,7 +261,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
       : table_(std::move(table)),
         addressing_(table_.bucket_count()),
         stripe_count_(
-            std::clamp<std::size_t>(std::bit_ceil(table_.bucket_count() / 32 + 1), 1, kMaxStripes)),
+            std::clamp<std::size_t>(std::bit_ceil(table_.bucket_count() / 256 + 1), 1, kMaxStripes)),
         stripes_(std::make_unique<Stripe[]>(stripe_count_)),
         requested_capacity_(capacity),
         seed_(options.seed) {}

@@ -70,6 +70,7 @@ TEST(Cli, BadArgumentsGetAMessageAndExitStatus2) {
       {{"filter", "--structure", "std-set-rwlock"}, "not a filter"},
       {{"filter", "--structure", "cuckoo-filter", "--fp-bits", "7"}, "cannot build"},
       {{"suite", "medium"}, "plan"},
+      {{"suite", "quick", "--structures", "tbb-hash-map,nope"}, "unknown structure 'nope'"},
       {{"frobnicate"}, "frobnicate"},
       {{}, "nothing to do"},
   };

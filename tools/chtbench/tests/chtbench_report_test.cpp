@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
+#include "plots.hpp"
 #include "registry.hpp"
 #include "report.hpp"
 #include "timing.hpp"
@@ -77,6 +80,23 @@ TEST(Report, CsvFlattensTheJson) {
 TEST(Report, ParseFormat) {
   EXPECT_EQ(parse_format("json"), Format::kJson);
   EXPECT_THROW(parse_format("xml"), std::invalid_argument);
+}
+
+TEST(Plots, RendersAPngWithGnuplot) {
+  if (std::system("gnuplot --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no gnuplot";
+  const auto dir = std::filesystem::temp_directory_path() / "chtbench_plot_test";
+  std::filesystem::create_directories(dir);
+  const Figure figure{
+      .name = "lines",
+      .panels = {{.title = "t_1",
+                  .xlabel = "x",
+                  .ylabel = "y",
+                  .logx = true,
+                  .series = {{"a", {1, 2, 4}, {3, 2, 1}}, {"b", {1, 2, 4}, {1, 2, 3}}}}}};
+  ASSERT_TRUE(render(figure, dir));
+  EXPECT_GT(std::filesystem::file_size(dir / "lines.png"), 1000u);
+  EXPECT_TRUE(std::filesystem::exists(dir / "lines.gp"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Latency, HistogramQuantilesWithinBucketPrecision) {
