@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Sets everything up, builds, and runs the main job: the filter benchmark (issue 2), whose
-# table is printed and whose JSON lands in out/. Extra arguments go to filter_bench
-# (see build/release/bench/filter_bench --help).
+# Sets everything up, builds, and runs the main job: chtbench's quick side-by-side evaluation of
+# every filter and hash table (a table on stdout, progress on stderr, JSON and PNG plots in
+# out/evaluation). A few minutes on 2 cores. Extra arguments go to `chtbench suite quick`
+# (e.g. --structures ccf-striped,lf-cuckoo-filter); `suite full` is the long version.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-mkdir -p out
-build/release/bench/filter_bench --json out/filter_bench.json "$@"
-echo "results: out/filter_bench.json" >&2
+mkdir -p out/evaluation
+build/release/tools/chtbench/chtbench suite quick --out out/evaluation "$@"
+echo "results and plots: out/evaluation/" >&2
