@@ -260,8 +260,8 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
   StripedCuckooFilter(table_type&& table, std::size_t capacity, const FilterOptions& options)
       : table_(std::move(table)),
         addressing_(table_.bucket_count()),
-        stripe_count_(
-            std::clamp<std::size_t>(std::bit_ceil(table_.bucket_count() / 256 + 1), 1, kMaxStripes)),
+        stripe_count_(std::clamp<std::size_t>(std::bit_ceil(table_.bucket_count() / 256 + 1), 1,
+                                              kMaxStripes)),
         stripes_(std::make_unique<Stripe[]>(stripe_count_)),
         requested_capacity_(capacity),
         seed_(options.seed) {}
