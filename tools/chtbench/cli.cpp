@@ -117,6 +117,16 @@ int run_cli(int argc, char** argv) {
                   "K: repeat with a fresh structure K times; report the median")
       ->check(CLI::Range(1u, 1000u))
       ->capture_default_str();
+  CLI::Option* batch =
+      run->add_option(
+             "--batch", rc.batch,
+             "lookups in batches: draw B operations at a time and pass each run of "
+             "consecutive lookups to the structure's batched lookup (hash ahead and "
+             "prefetch, where it has one); updates still run one by one, in order. 1 = one "
+             "call per operation; not with --latency")
+          ->check(CLI::Range(1u, 4096u))
+          ->capture_default_str();
+  batch->excludes("--latency");
   run->add_option("--capacity", rc.capacity, "items every structure is sized for (default r)");
   run->add_option("--fp-bits", rc.fp_bits,
                   "filters: fingerprint bits (Bloom filters: bits per item)")

@@ -46,6 +46,7 @@ nlohmann::json to_json(const RunResult& r) {
       {"pin", to_string(c.pin)},
       {"init_threads", c.init_all ? "all" : "one"},
       {"repeat", c.repeat},
+      {"batch", c.batch},
       {"seed", c.seed},
       {"fp_bits", c.fp_bits},
       {"throughput_mops", r.throughput_mops},

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <memory>
 #include <numeric>
+#include <span>
 #include <thread>
 
 #include "memory_probe.hpp"
@@ -233,6 +234,50 @@ void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
   }
 }
 
+// The batched timed loop (--batch B > 1): B operation types are drawn at a time; each run of
+// consecutive lookups (keys drawn up front: lookups do not depend on the thread's state) goes to
+// contains_many in one call; updates are drawn and applied one by one, in order, exactly as in
+// work(), so the filter workload's ownership bookkeeping stays exact.
+template <class Policy>
+void work_batched(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
+                  const std::atomic<bool>& stop, ThreadStats& stats) {
+  Rng rng(stream_seed(c.seed, kOpStream, thread));
+  const std::uint64_t u = c.update_pct;
+  std::vector<OpKind> kinds(c.batch);
+  std::vector<Draw> lookups(c.batch);
+  std::vector<std::uint64_t> keys(c.batch);
+  const auto found = std::make_unique<bool[]>(c.batch);
+  // Relaxed: the flag only ends the loop; the counters are read after the join.
+  while (!stop.load(std::memory_order_relaxed)) {
+    for (auto& kind : kinds) {
+      const std::uint64_t r = rng.below(200);  // u/2 % inserts, u/2 % erases
+      kind = r < u ? OpKind::kInsert : r < 2 * u ? OpKind::kErase : OpKind::kLookup;
+    }
+    for (std::size_t i = 0; i < kinds.size();) {
+      if (kinds[i] != OpKind::kLookup) {
+        const Draw d = policy.draw(kinds[i], rng);
+        const bool ok = d.refused ? (s.contains(d.key), false) : apply(s, kinds[i], d.key);
+        ++stats.ops[classify(kinds[i], ok)];
+        policy.after(kinds[i], d, ok, stats);
+        ++i;
+        continue;
+      }
+      std::size_t run = 0;
+      for (; i + run < kinds.size() && kinds[i + run] == OpKind::kLookup; ++run) {
+        lookups[run] = policy.draw(OpKind::kLookup, rng);
+        keys[run] = lookups[run].key;
+      }
+      s.contains_many(std::span<const std::uint64_t>(keys.data(), run),
+                      std::span<bool>(found.get(), run));
+      for (std::size_t k = 0; k < run; ++k) {
+        ++stats.ops[classify(OpKind::kLookup, found[k])];
+        policy.after(OpKind::kLookup, lookups[k], found[k], stats);
+      }
+      i += run;
+    }
+  }
+}
+
 struct Repeat {
   double mops = 0;
   double seconds = 0;
@@ -297,7 +342,9 @@ Repeat run_repeat(const StructureInfo& info, const RunConfig& c) {
         *s, c.pin, c.threads,
         [&](unsigned t) {
           Policy policy(c, owners[t]);
-          if (c.latency) {
+          if (c.batch > 1) {
+            work_batched(*s, policy, c, t, stop, stats[t]);
+          } else if (c.latency) {
             work<Policy, true>(*s, policy, c, t, stop, stats[t]);
           } else {
             work<Policy, false>(*s, policy, c, t, stop, stats[t]);

@@ -90,6 +90,27 @@ TEST(Workload, CountersAddUpToOperationsPerformed) {
   }
 }
 
+// --batch: lookups go to contains_many in runs; every operation is still one counted call, the
+// mix and failure rates stay, and a concurrent filter keeps its contract.
+TEST(Workload, BatchedLookupsCountEveryOperation) {
+  RunConfig config = small(2, 40);
+  config.batch = 16;
+  for (const bool filter : {false, true}) {
+    const auto calls = std::make_shared<Calls>();
+    const RunResult r = run_benchmark(counting_set(filter, calls), config);
+    EXPECT_EQ(r.ops.total() + r.initial_inserted, calls->calls) << "filter " << filter;
+    EXPECT_EQ(r.size_after, r.initial_inserted + r.ops[OpClass::kPutSuc] - r.ops[OpClass::kRemSuc]);
+    EXPECT_NEAR(fail_rate(r.ops, OpClass::kGetSuc, OpClass::kGetFail), 0.5, 0.05);
+  }
+  for (const char* name : {"ccf-striped", "lf-cuckoo-filter"}) {
+    const RunResult r = run_benchmark(*registry().find(name), config);
+    EXPECT_EQ(r.false_negatives, 0u) << name;
+    EXPECT_EQ(r.size_after, r.initial_inserted + r.ops[OpClass::kPutSuc] - r.ops[OpClass::kRemSuc])
+        << name;
+    EXPECT_GT(r.ops.total(), 1000u) << name;
+  }
+}
+
 // r = 2i: half the keys are present at any time, so about half of every class fails.
 TEST(Workload, AboutHalfOfAllOperationsFailAtRangeTwiceInitial) {
   for (const char* name : {"std-set-rwlock", "cuckoo-filter"}) {
