@@ -2,7 +2,7 @@
 # The concurrent-filter sweep of issues 4 and 5: chtbench run over structures x initial size x
 # update percent x threads, median of 3 repeats each, all rows in one CSV.
 # Usage: bench/concurrent_sweep.sh OUT.csv [chtbench]   (environment: SIZES, UPDATES, THREADS,
-# STRUCTURES, DURATION_MS, REPEAT override the defaults below)
+# STRUCTURES, DURATION_MS, REPEAT, BATCH, INIT override the defaults below)
 set -euo pipefail
 out=${1:?usage: bench/concurrent_sweep.sh OUT.csv [path/to/chtbench]}
 chtbench=${2:-build/release/tools/chtbench/chtbench}
@@ -12,6 +12,8 @@ threads=${THREADS:-"1 2 8"}
 structures=${STRUCTURES:-"ccf-global-tas ccf-global-ttas ccf-global-mcs ccf-global-clh ccf-rtm-retry ccf-rtm-slr ccf-rtm-scm ccf-rtm-mix ccf-cop ccf-striped ccf-striped-locking lf-cuckoo-filter tbb-hash-map urcu-hash-table std-set-rwlock absl-set-rwlock"}
 duration=${DURATION_MS:-500}
 repeat=${REPEAT:-3}
+batch=${BATCH:-1}   # chtbench run --batch: lookups in runs through contains_many
+init=${INIT:-one}   # chtbench run --init-threads
 
 : >"$out"
 total=$(($(wc -w <<<"$sizes") * $(wc -w <<<"$updates") * $(wc -w <<<"$threads") * $(wc -w <<<"$structures")))
@@ -21,9 +23,9 @@ for size in $sizes; do
     for n in $threads; do
       for structure in $structures; do
         done_runs=$((done_runs + 1))
-        echo "[$done_runs/$total] $structure i=$size u=$update n=$n" >&2
+        echo "[$done_runs/$total] $structure i=$size u=$update n=$n batch=$batch" >&2
         row=$("$chtbench" run -s "$structure" -n "$n" -u "$update" -i "$size" -d "$duration" \
-          -k "$repeat" --init-threads one --format csv)
+          -k "$repeat" --batch "$batch" --init-threads "$init" --format csv)
         if [[ ! -s $out ]]; then head -n 1 <<<"$row" >"$out"; fi
         tail -n +2 <<<"$row" >>"$out"
       done
