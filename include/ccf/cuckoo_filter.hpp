@@ -47,6 +47,7 @@
 #include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/filter_format.hpp"
 #include "ccf/detail/key_api.hpp"
+#include "ccf/detail/occupancy_api.hpp"
 #include "ccf/detail/packed_table.hpp"
 #include "ccf/detail/semi_sorted_table.hpp"
 #include "ccf/detail/software_pipeline.hpp"
@@ -95,8 +96,10 @@ std::uint64_t checked_bucket_count(std::size_t capacity, const FilterOptions& op
 }  // namespace detail
 
 template <class Table>
-class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>> {
+class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>>,
+                     public detail::OccupancyApi<CuckooFilter<Table>> {
   friend class detail::KeyApi<CuckooFilter>;
+  friend class detail::OccupancyApi<CuckooFilter>;
 
  public:
   using table_type = Table;
@@ -153,15 +156,7 @@ class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>> {
   // The capacity asked for at construction.
   std::size_t requested_capacity() const noexcept { return requested_capacity_; }
   std::size_t bucket_count() const noexcept { return table_.bucket_count(); }
-  double load_factor() const noexcept {
-    return static_cast<double>(items_) / static_cast<double>(capacity());
-  }
-  // Bits of table storage per stored item (0 when empty).
-  double bits_per_item() const noexcept {
-    return items_ == 0
-               ? 0.0
-               : 8.0 * static_cast<double>(table_.payload().size()) / static_cast<double>(items_);
-  }
+  // load_factor(), bits_per_item(): detail/occupancy_api.hpp.
   std::size_t memory_bytes() const noexcept { return table_.memory_bytes() + sizeof(*this); }
   bool huge_pages_advised() const noexcept { return table_.huge_pages_advised(); }
   bool victim_used() const noexcept { return victim_.used; }
@@ -200,6 +195,8 @@ class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>> {
   }
 
  private:
+  std::size_t table_bits() const noexcept { return 8 * table_.payload().size(); }
+
   // Where an item lives: its two candidate buckets and its fingerprint.
   struct Location {
     std::uint64_t primary;

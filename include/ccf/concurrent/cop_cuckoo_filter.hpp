@@ -27,6 +27,7 @@
 #include "ccf/detail/atomic_packed_table.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/key_api.hpp"
+#include "ccf/detail/occupancy_api.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/sync/cop.hpp"
 #include "ccf/sync/rw_lock.hpp"
@@ -37,8 +38,10 @@ namespace ccf {
 // where the CPU has no RTM) still run in parallel.
 template <unsigned FpBits, unsigned Slots = 4,
           class Executor = sync::CopExecutor<sync::ReaderWriterLock<sync::McsLock>>>
-class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Executor>> {
+class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Executor>>,
+                        public detail::OccupancyApi<CopCuckooFilter<FpBits, Slots, Executor>> {
   friend class detail::KeyApi<CopCuckooFilter>;
+  friend class detail::OccupancyApi<CopCuckooFilter>;
 
  public:
   using table_type = AtomicPackedTable<FpBits, Slots>;
@@ -55,15 +58,7 @@ class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Exe
 
   std::size_t size() const noexcept { return static_cast<std::size_t>(items_.value()); }
   std::size_t capacity() const noexcept { return table_.bucket_count() * kSlots; }
-  double load_factor() const noexcept {
-    return static_cast<double>(size()) / static_cast<double>(capacity());
-  }
-  double bits_per_item() const noexcept {
-    const std::size_t items = size();
-    return items == 0
-               ? 0.0
-               : 8.0 * static_cast<double>(table_.payload().size()) / static_cast<double>(items);
-  }
+  // load_factor(), bits_per_item(): detail/occupancy_api.hpp.
   std::size_t memory_bytes() const noexcept { return table_.memory_bytes() + sizeof(*this); }
   std::string shape() const {
     return "COP " + std::to_string(kFpBits) + "-bit fingerprints, " + std::to_string(kSlots) +
@@ -73,6 +68,8 @@ class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Exe
   Executor& executor() noexcept { return executor_; }
 
  private:
+  std::size_t table_bits() const noexcept { return 8 * table_.payload().size(); }
+
   struct Location {
     std::uint64_t primary;
     std::uint64_t alternate;

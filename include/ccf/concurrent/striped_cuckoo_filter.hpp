@@ -74,6 +74,7 @@
 #include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/filter_format.hpp"
 #include "ccf/detail/key_api.hpp"
+#include "ccf/detail/occupancy_api.hpp"
 #include "ccf/detail/software_pipeline.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
@@ -83,8 +84,10 @@ namespace ccf {
 enum class ReadMode { kOptimistic, kLocking };
 
 template <unsigned FpBits, unsigned Slots = 4, ReadMode Reads = ReadMode::kOptimistic>
-class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Slots, Reads>> {
+class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Slots, Reads>>,
+                            public detail::OccupancyApi<StripedCuckooFilter<FpBits, Slots, Reads>> {
   friend class detail::KeyApi<StripedCuckooFilter>;
+  friend class detail::OccupancyApi<StripedCuckooFilter>;
 
  public:
   using table_type = AtomicPackedTable<FpBits, Slots>;
@@ -139,15 +142,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
   std::size_t requested_capacity() const noexcept { return requested_capacity_; }
   std::size_t bucket_count() const noexcept { return table_.bucket_count(); }
   std::size_t stripe_count() const noexcept { return stripe_count_; }
-  double load_factor() const noexcept {
-    return static_cast<double>(size()) / static_cast<double>(capacity());
-  }
-  double bits_per_item() const noexcept {
-    const std::size_t items = size();
-    return items == 0
-               ? 0.0
-               : 8.0 * static_cast<double>(table_.payload().size()) / static_cast<double>(items);
-  }
+  // load_factor(), bits_per_item(): detail/occupancy_api.hpp.
   // Table plus stripes: what the filter costs.
   std::size_t memory_bytes() const noexcept {
     return table_.memory_bytes() + stripe_count_ * sizeof(Stripe) + sizeof(*this);
@@ -207,6 +202,8 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
   }
 
  private:
+  std::size_t table_bits() const noexcept { return 8 * table_.payload().size(); }
+
   struct alignas(64) Stripe {
     std::atomic<std::uint64_t> seq{0};
     std::atomic<std::int64_t> items{0};

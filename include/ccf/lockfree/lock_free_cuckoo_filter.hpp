@@ -70,6 +70,7 @@
 #include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/filter_format.hpp"
 #include "ccf/detail/key_api.hpp"
+#include "ccf/detail/occupancy_api.hpp"
 #include "ccf/detail/packed_table.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/hash.hpp"
@@ -80,8 +81,11 @@ namespace ccf {
 
 template <unsigned FpBits = 12, class Stats = lockfree::NoKcasStats,
           class Hook = lockfree::NoKcasHook>
-class LockFreeCuckooFilter : public detail::KeyApi<LockFreeCuckooFilter<FpBits, Stats, Hook>> {
+class LockFreeCuckooFilter
+    : public detail::KeyApi<LockFreeCuckooFilter<FpBits, Stats, Hook>>,
+      public detail::OccupancyApi<LockFreeCuckooFilter<FpBits, Stats, Hook>> {
   friend class detail::KeyApi<LockFreeCuckooFilter>;
+  friend class detail::OccupancyApi<LockFreeCuckooFilter>;
 
  public:
   static_assert(FpBits == 8 || FpBits == 12,
@@ -134,15 +138,7 @@ class LockFreeCuckooFilter : public detail::KeyApi<LockFreeCuckooFilter<FpBits, 
     }
     return count;
   }
-  double load_factor() const noexcept {
-    return static_cast<double>(size()) / static_cast<double>(capacity());
-  }
-  double bits_per_item() const noexcept {
-    const std::size_t items = size();
-    return items == 0
-               ? 0.0
-               : 64.0 * static_cast<double>(capacity() / kSlots) / static_cast<double>(items);
-  }
+  // load_factor(), bits_per_item(): detail/occupancy_api.hpp.
   std::size_t memory_bytes() const noexcept { return capacity() / kSlots * 8 + sizeof(*this); }
   std::string shape() const {
     return "lock-free " + std::to_string(kFpBits) + "-bit fingerprints, 4 slots/bucket, " +
@@ -216,6 +212,9 @@ class LockFreeCuckooFilter : public detail::KeyApi<LockFreeCuckooFilter<FpBits, 
   const kcas_type& kcas() const noexcept { return kcas_; }
 
  private:
+  // One 64-bit word per bucket.
+  std::size_t table_bits() const noexcept { return 64 * (capacity() / kSlots); }
+
   using Lanes = detail::BitLanes<kFpBits, kSlots>;
 
   // One sub-filter: a table of bucket words and its addressing.
