@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "batched_lookups.hpp"
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
 #include "concurrent_churn.hpp"
 #include "linearizability.hpp"
@@ -50,6 +51,11 @@ TEST(LockFreeFilter, GrowsInsteadOfFilling) {
   for (const auto key : keys) ASSERT_EQ(filter.insert(key), Status::kOk);
   EXPECT_GE(filter.levels(), 3u);
   for (const auto key : keys) ASSERT_TRUE(filter.contains(key));
+  // Batched lookups consult the grown levels too.
+  std::vector<std::uint64_t> probes = keys;
+  const auto others = ccf::testing::non_member_keys(1 << 14, 73);
+  probes.insert(probes.end(), others.begin(), others.end());
+  ccf::testing::expect_batched_lookups_agree(filter, probes, keys.size());
   for (const auto key : keys) ASSERT_EQ(filter.erase(key), Status::kOk);
   EXPECT_EQ(filter.size(), 0u);
   EXPECT_EQ(filter.erase(keys[0]), Status::kNotFound);

@@ -120,19 +120,7 @@ class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>>,
   using detail::KeyApi<CuckooFilter>::erase;
 
   // ---- batched operations ----------------------------------------------------------------
-
-  // out[i] = contains(keys[i]); returns the number of hits. out must be at least as long.
-  template <class Key>
-  std::size_t contains_many(std::span<const Key> keys, std::span<bool> out) const {
-    if (out.size() < keys.size()) throw std::invalid_argument("contains_many: output too short");
-    std::size_t hits = 0;
-    pipelined(keys, [&](std::size_t i, const Location& at) {
-      out[i] = probe(at);
-      hits += out[i];
-      return true;
-    });
-    return hits;
-  }
+  // contains_many: detail/key_api.hpp.
 
   // Inserts keys in order and stops at the first kFull: returns how many leading keys were
   // stored (keys.size() unless the filter filled up).
@@ -300,19 +288,21 @@ class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>>,
     place(parked.bucket, addressing_.alternate(parked.bucket, parked.fp), parked.fp);
   }
 
+  // KeyApi's batched lookups: locate and prefetch both buckets, later probe.
+  Location stage_lookup(std::uint64_t hash) const noexcept {
+    const Location at = locate(hash);
+    table_.prefetch(at.primary);
+    table_.prefetch(at.alternate);
+    return at;
+  }
+  bool finish_lookup(const Location& at) const noexcept { return probe(at); }
+
   // Runs visit(i, location of keys[i]) in order, hashing keys and prefetching both their
-  // buckets 16 keys ahead (detail/software_pipeline.hpp). Stops when visit returns false.
+  // buckets ahead (detail/software_pipeline.hpp). Stops when visit returns false.
   template <class Key, class Visit>
   void pipelined(std::span<const Key> keys, Visit&& visit) const {
     detail::software_pipeline(
-        keys.size(),
-        [&](std::size_t i) {
-          const Location at = locate(hash_key(keys[i], seed()));
-          table_.prefetch(at.primary);
-          table_.prefetch(at.alternate);
-          return at;
-        },
-        visit);
+        keys.size(), [&](std::size_t i) { return stage_lookup(hash_key(keys[i], seed())); }, visit);
   }
 
   std::uint64_t next_random() noexcept {  // xorshift64*

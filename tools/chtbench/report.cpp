@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <stdexcept>
 
 namespace chtbench {
@@ -26,6 +27,13 @@ nlohmann::json number(double v) {
 
 double ratio(double rate, double limit) {
   return limit > 0 ? rate / limit : 0;
+}
+
+// An event count of the timed phase per successful insert (NaN without inserts).
+double per_insert(const EventCount& e, const RunResult& r) {
+  const std::uint64_t inserts = r.ops[OpClass::kPutSuc];
+  return inserts == 0 ? std::numeric_limits<double>::quiet_NaN()
+                      : static_cast<double>(e.value) / static_cast<double>(inserts);
 }
 
 }  // namespace
@@ -66,6 +74,10 @@ nlohmann::json to_json(const RunResult& r) {
       {"ratio_to_limit", ratio(r.throughput_mops, r.limit_mops)},
   };
   for (std::size_t k = 0; k < kOpClasses; ++k) j["ops"][kCountNames[k]] = r.ops.n[k];
+  for (const EventCount& e : r.events) {
+    j["events"][e.name] = e.value;
+    j["events_per_insert"][e.name] = number(per_insert(e, r));
+  }
   if (r.latency) {
     j["tsc_ghz"] = r.tsc_ghz;
     j["timer_overhead_ns"] = r.timer_overhead_ns;
@@ -188,6 +200,15 @@ std::string run_table(std::span<const RunResult> results) {
         r.size_after == 0 ? 0.0
                           : static_cast<double>(r.memory_bytes) / static_cast<double>(r.size_after),
         fail);
+  }
+  for (const RunResult& r : results) {  // the structures' own event counts, if any
+    if (r.events.empty()) continue;
+    std::vector<std::string> parts;
+    for (const EventCount& e : r.events) {
+      parts.push_back(fmt::format("{} {} ({:.4f}/insert)", e.name, e.value, per_insert(e, r)));
+    }
+    out += fmt::format("  {} n={} u={}: timed phase: {}\n", r.config.structure, r.config.threads,
+                       r.config.update_pct, fmt::join(parts, ", "));
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace chtbench {
 
@@ -22,6 +23,12 @@ struct StructureConfig {
   std::size_t capacity = std::size_t{1} << 20;  // items it must be able to hold
   unsigned fp_bits = 12;  // filters: fingerprint bits (Bloom filters: bits per item)
   std::uint64_t seed = 1;
+};
+
+// A count a structure keeps of its own internal events, cumulative since construction.
+struct EventCount {
+  std::string name;
+  std::uint64_t value = 0;
 };
 
 class Structure {
@@ -52,6 +59,10 @@ class Structure {
   virtual std::size_t memory_bytes() const = 0;
   // Filters: stored items / slots (NaN where the notion does not apply).
   virtual double load_factor() const { return std::numeric_limits<double>::quiet_NaN(); }
+  // Internal events the structure counts itself (a lock-free filter's K-CAS operations, an
+  // insert's restarted path searches); the harness reports their growth during the timed
+  // phase, also per successful insert. Not called while operations run.
+  virtual std::vector<EventCount> event_counts() const { return {}; }
 
   // Called by every thread before its first and after its last operation (RCU registration).
   virtual void thread_enter() {}

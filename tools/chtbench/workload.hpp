@@ -97,6 +97,7 @@ struct RunResult {
   double fill_seconds = 0;
   std::size_t size_after = 0;
   std::size_t memory_bytes = 0;       // the structure's own accounting, after the run
+  std::vector<EventCount> events;     // Structure::event_counts() growth in the timed phase
   std::int64_t rss_growth_bytes = 0;  // resident set growth from construction to the end
   double limit_mops = 0;
   double tsc_ghz = 0;            // latency runs: measured TSC frequency

@@ -100,8 +100,16 @@ class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Exe
     return w == Where::kPrimary ? at.primary : at.alternate;
   }
 
-  bool contains_hash(std::uint64_t hash) const {
+  bool contains_hash(std::uint64_t hash) const { return finish_lookup(locate(hash)); }
+
+  // KeyApi's batched lookups: locate and prefetch both buckets; later the COP lookup.
+  Location stage_lookup(std::uint64_t hash) const noexcept {
     const Location at = locate(hash);
+    table_.prefetch(at.primary);
+    table_.prefetch(at.alternate);
+    return at;
+  }
+  bool finish_lookup(const Location& at) const {
     const auto prefix = [&] { return where(at); };
     const auto verify = [&](Where w) { return where(at) == w; };
     const auto complete = [](Where w) { return w != Where::kNeither; };

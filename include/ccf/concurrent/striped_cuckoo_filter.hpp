@@ -63,7 +63,6 @@
 #include <istream>
 #include <memory>
 #include <ostream>
-#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -75,7 +74,6 @@
 #include "ccf/detail/filter_format.hpp"
 #include "ccf/detail/key_api.hpp"
 #include "ccf/detail/occupancy_api.hpp"
-#include "ccf/detail/software_pipeline.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 
@@ -104,31 +102,8 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
   StripedCuckooFilter(const StripedCuckooFilter&) = delete;
   StripedCuckooFilter& operator=(const StripedCuckooFilter&) = delete;
 
-  // insert, contains, erase of integer and byte-string keys: detail/key_api.hpp.
-
-  // out[i] = contains(keys[i]) (each lookup linearizable on its own); returns the hits. Hashes
-  // and prefetches buckets and stripes 16 keys ahead.
-  template <class Key>
-  std::size_t contains_many(std::span<const Key> keys, std::span<bool> out) const {
-    if (out.size() < keys.size()) throw std::invalid_argument("contains_many: output too short");
-    std::size_t hits = 0;
-    detail::software_pipeline(
-        keys.size(),
-        [&](std::size_t i) {
-          const Location at = locate(hash_key(keys[i], seed_));
-          table_.prefetch(at.primary);
-          table_.prefetch(at.alternate);
-          __builtin_prefetch(&stripe_of(at.primary));
-          __builtin_prefetch(&stripe_of(at.alternate));
-          return at;
-        },
-        [&](std::size_t i, const Location& at) {
-          out[i] = probe(at);
-          hits += out[i];
-          return true;
-        });
-    return hits;
-  }
+  // insert, contains, erase, contains_many of integer and byte-string keys:
+  // detail/key_api.hpp.
 
   // Exact when no operation is in flight; otherwise a value the count had recently.
   std::size_t size() const noexcept {
@@ -197,9 +172,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
   }
 
   // Counts of restarted path executions (validation failures), for benchmarks.
-  std::uint64_t path_restarts() const noexcept {
-    return path_restarts_.load(std::memory_order_relaxed);
-  }
+  std::uint64_t restarts() const noexcept { return path_restarts_.load(std::memory_order_relaxed); }
 
  private:
   std::size_t table_bits() const noexcept { return 8 * table_.payload().size(); }
@@ -280,6 +253,16 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
     table_.prefetch(at.alternate);
     return probe(at);
   }
+
+  // KeyApi's batched lookups. Not the stripes: at most 4096 lines, they stay in L2, and a
+  // prefetch of them would take a miss buffer that the table's lines need.
+  Location stage_lookup(std::uint64_t hash) const noexcept {
+    const Location at = locate(hash);
+    table_.prefetch(at.primary);
+    table_.prefetch(at.alternate);
+    return at;
+  }
+  bool finish_lookup(const Location& at) const noexcept { return probe(at); }
 
   bool probe(const Location& at) const noexcept {
     if constexpr (Reads == ReadMode::kLocking) {

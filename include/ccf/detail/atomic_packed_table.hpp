@@ -61,7 +61,7 @@ class AtomicPackedTable {
   // Branch-free: the second load is of the word holding the bucket's LAST bit, which is the
   // first word again unless the bucket straddles two (a branch on that would mispredict a
   // quarter of the time and flush the lookahead that overlaps consecutive lookups' misses).
-  std::uint64_t load(std::size_t bucket) const noexcept {
+  [[gnu::always_inline]] std::uint64_t load(std::size_t bucket) const noexcept {
     // One read of the base pointer: after an acquire load the compiler would otherwise reload
     // it from *this before the next load.
     const std::uint64_t* const words = base();
@@ -95,7 +95,7 @@ class AtomicPackedTable {
     return Lanes::lanes_equal(bucket_bits, fp) != 0;
   }
 
-  bool contains(std::size_t bucket, std::uint32_t fp) const noexcept {
+  [[gnu::always_inline]] bool contains(std::size_t bucket, std::uint32_t fp) const noexcept {
     return holds(load(bucket), fp);
   }
   bool has_empty(std::size_t bucket) const noexcept { return contains(bucket, 0); }

@@ -1,12 +1,17 @@
 // The key-level API that every cuckoo filter offers, written once (CRTP): 64-bit integer keys
 // and byte strings, hashed with the filter's seed (hash.hpp) and passed to the filter's
-// insert_hash / contains_hash / erase_hash. A filter derives from KeyApi<Filter>, declares it a
-// friend, and provides those three and seed().
+// insert_hash / contains_hash / erase_hash; batched lookups through its stage_lookup(hash)
+// (locate and prefetch; returns what finish_lookup needs) and finish_lookup(staged). A filter
+// derives from KeyApi<Filter>, declares it a friend, and provides those five and seed().
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
+#include <stdexcept>
 #include <string_view>
 
+#include "ccf/detail/software_pipeline.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 
@@ -34,6 +39,25 @@ class KeyApi {
   }
   Status erase(std::string_view key) noexcept(noexcept(std::declval<Filter&>().erase_hash(0))) {
     return self().erase_hash(hash_key(key, self().seed()));
+  }
+
+  // out[i] = contains(keys[i]), each lookup linearizable on its own; returns the number of hits.
+  // out must be at least as long as keys (else std::invalid_argument). Pipelined: the keys
+  // ahead are hashed and their buckets prefetched (stage_lookup) before key i is probed
+  // (finish_lookup), so that the cache misses of consecutive lookups overlap.
+  template <class Key>
+  std::size_t contains_many(std::span<const Key> keys, std::span<bool> out) const {
+    if (out.size() < keys.size()) throw std::invalid_argument("contains_many: output too short");
+    std::size_t hits = 0;
+    detail::software_pipeline(
+        keys.size(),
+        [&](std::size_t i) { return self().stage_lookup(hash_key(keys[i], self().seed())); },
+        [&](std::size_t i, const auto& staged) {
+          out[i] = self().finish_lookup(staged);
+          hits += out[i];
+          return true;
+        });
+    return hits;
   }
 
  private:

@@ -124,6 +124,7 @@
 #include <initializer_list>
 #include <span>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 
 #include "ccf/lockfree/reclamation.hpp"
@@ -237,6 +238,7 @@ class alignas(8) KcasWord {
 };
 
 static_assert(sizeof(KcasWord) == 8 && std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(std::is_trivially_destructible_v<KcasWord>, "tables of them are freed as raw memory");
 
 // A bit field of a payload: bits [Offset, Offset + Width) of the 63 payload bits.
 //   using Fingerprints = KcasField<0, 48>;  using Counter = KcasField<48, 15>;
@@ -340,13 +342,11 @@ class Kcas {
   // this Kcas operated on must still exist.
   ~Kcas() { drain(); }
 
-  // The logical value of `word`. Wait-free; writes nothing shared.
-  std::uint64_t read(const KcasWord& word) const {
+  // The logical value of `word`. Wait-free; writes nothing shared. The common case (a payload)
+  // is inlined into the caller's loop; a descriptor reference takes the slow path.
+  [[gnu::always_inline]] std::uint64_t read(const KcasWord& word) const {
     const std::uint64_t content = word.raw_.load();  // (K1)
-    if (KcasWord::is_payload(content)) return content;
-    const auto guard = domain_.pin();
-    // Re-read under the guard: only a reference read while pinned is safe to follow.
-    return logical_value(word.raw_.load());  // (K1)
+    return KcasWord::is_payload(content) ? content : read_through_descriptor(word);
   }
 
   // Single-word compare-and-swap on the logical value; lock-free. Cooperates with K-CAS
@@ -448,6 +448,14 @@ class Kcas {
     const Descriptor& d = *descriptor_of(content);
     const KcasEntry& e = d.entries[index_of(content)];
     return d.status.load() == KcasStatus::kSucceeded ? e.desired : e.expected;  // (K3)
+  }
+
+  // read() of a word that held a descriptor reference: out of line, so that read()'s payload
+  // case stays small enough to inline into lookup loops.
+  [[gnu::noinline]] std::uint64_t read_through_descriptor(const KcasWord& word) const {
+    const auto guard = domain_.pin();
+    // Re-read under the guard: only a reference read while pinned is safe to follow.
+    return logical_value(word.raw_.load());  // (K1)
   }
 
   // Steps 1-2 for descriptor d; the caller is pinned. Returns whether d succeeded.

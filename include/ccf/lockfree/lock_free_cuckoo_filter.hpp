@@ -72,6 +72,7 @@
 #include "ccf/detail/key_api.hpp"
 #include "ccf/detail/occupancy_api.hpp"
 #include "ccf/detail/packed_table.hpp"
+#include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/lockfree/kcas.hpp"
@@ -205,9 +206,11 @@ class LockFreeCuckooFilter
     return filter;
   }
 
-  // Migration steps carried out, and discoveries restarted (a target filled up or a K-CAS
-  // lost a race), for benchmarks.
+  // For benchmarks: migration steps carried out, K-CAS operations attempted (one per step that
+  // got as far as its K-CAS; the ones that lost a race are attempts minus migrations), and
+  // discoveries restarted (a target filled up, the path changed, or a K-CAS lost a race).
   std::uint64_t migrations() const noexcept { return migrations_.value(); }
+  std::uint64_t kcas_operations() const noexcept { return kcas_operations_.value(); }
   std::uint64_t restarts() const noexcept { return restarts_.value(); }
   const kcas_type& kcas() const noexcept { return kcas_; }
 
@@ -217,18 +220,24 @@ class LockFreeCuckooFilter
 
   using Lanes = detail::BitLanes<kFpBits, kSlots>;
 
-  // One sub-filter: a table of bucket words and its addressing.
+  // One sub-filter: a table of bucket words (on huge pages where the kernel allows, as the
+  // other filters' tables: a lookup then costs cache misses but no page walks) and its
+  // addressing.
   struct Level {
     static constexpr unsigned kSlots = LockFreeCuckooFilter::kSlots;
     static constexpr std::size_t payload_bytes(std::size_t buckets) noexcept { return buckets * 8; }
     explicit Level(std::uint64_t bucket_count)
         : buckets(bucket_count),
-          words(std::make_unique<lockfree::KcasWord[]>(bucket_count)),
-          addressing(bucket_count) {}
+          storage(payload_bytes(bucket_count)),
+          words(reinterpret_cast<lockfree::KcasWord*>(storage.data())),
+          addressing(bucket_count) {
+      std::uninitialized_default_construct_n(words, bucket_count);  // empty buckets
+    }
     Level* next_level() const noexcept { return next.load(std::memory_order_acquire); }
 
     const std::uint64_t buckets;
-    const std::unique_ptr<lockfree::KcasWord[]> words;
+    detail::PageBuffer storage;
+    lockfree::KcasWord* const words;  // in storage; trivially destructible
     const detail::Addressing<kFpBits> addressing;
     // Set once, by CAS, when the filter grows; release/acquire publish the new level's
     // construction to the threads that follow the pointer.
@@ -282,11 +291,30 @@ class LockFreeCuckooFilter
 
   // ---- lookups -------------------------------------------------------------------------
 
-  bool contains_hash(std::uint64_t hash) const {
-    for (const Level* level = first_.get(); level != nullptr; level = level->next_level()) {
+  bool contains_hash(std::uint64_t hash) const { return in_levels(first_.get(), hash); }
+
+  // Whether `level` or a level after it holds the hash's fingerprint.
+  bool in_levels(const Level* level, std::uint64_t hash) const {
+    for (; level != nullptr; level = level->next_level()) {
       if (in_level(*level, locate(*level, hash))) return true;
     }
     return false;
+  }
+
+  // KeyApi's batched lookups: the first level's two bucket words are prefetched; the levels a
+  // grown filter added are probed when the first misses.
+  struct StagedLookup {
+    std::uint64_t hash;
+    Location at;  // in the first level
+  };
+  StagedLookup stage_lookup(std::uint64_t hash) const noexcept {
+    const Location at = locate(*first_, hash);
+    __builtin_prefetch(&first_->words[at.primary]);
+    __builtin_prefetch(&first_->words[at.alternate]);
+    return {hash, at};
+  }
+  bool finish_lookup(const StagedLookup& s) const {
+    return in_level(*first_, s.at) || in_levels(first_->next_level(), s.hash);
   }
 
   // The two-round scan of the header comment.
@@ -408,6 +436,7 @@ class LockFreeCuckooFilter
           Fingerprints::set(to,
                             Lanes::set(Fingerprints::get(to), Lanes::first_flagged_lane(room), fp)),
           clock);
+      kcas_operations_.add(1);
       if (!kcas_.compare_exchange(
               {{&level.words[source], from, new_from}, {&level.words[target], to, new_to}})) {
         return false;
@@ -448,6 +477,7 @@ class LockFreeCuckooFilter
   mutable kcas_type kcas_;
   detail::ShardedCounter items_;
   detail::ShardedCounter migrations_;
+  detail::ShardedCounter kcas_operations_;
   detail::ShardedCounter restarts_;
 };
 

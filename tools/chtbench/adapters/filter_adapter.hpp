@@ -28,6 +28,15 @@ template <class F>
 concept LoadFactorFilter = requires(const F& f) {
   { f.load_factor() } -> std::convertible_to<double>;
 };
+template <class F>
+concept CountsRestarts = requires(const F& f) {
+  { f.restarts() } -> std::convertible_to<std::uint64_t>;
+};
+template <class F>
+concept CountsKcas = requires(const F& f) {
+  { f.kcas_operations() } -> std::convertible_to<std::uint64_t>;
+  { f.migrations() } -> std::convertible_to<std::uint64_t>;
+};
 
 template <class F>
 class FilterAdapter final : public Structure {
@@ -61,6 +70,15 @@ class FilterAdapter final : public Structure {
     } else {
       return Structure::load_factor();
     }
+  }
+  std::vector<EventCount> event_counts() const override {
+    std::vector<EventCount> counts;
+    if constexpr (CountsKcas<F>) {
+      counts.push_back({"kcas", filter_.kcas_operations()});
+      counts.push_back({"migrations", filter_.migrations()});
+    }
+    if constexpr (CountsRestarts<F>) counts.push_back({"restarts", filter_.restarts()});
+    return counts;
   }
 
  private:

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -31,10 +32,12 @@ struct Calls {
   }
 };
 
-// A thread-safe set that reports every call it receives to a Calls record.
+// A thread-safe set that reports every call it receives to a Calls record. A `blind` one
+// answers every lookup "absent" (a broken filter, for the false-negative check).
 class CountingSet final : public Structure {
  public:
-  explicit CountingSet(std::shared_ptr<Calls> calls) : calls_(std::move(calls)) {}
+  explicit CountingSet(std::shared_ptr<Calls> calls, bool blind = false)
+      : calls_(std::move(calls)), blind_(blind) {}
 
   bool insert(std::uint64_t key) override {
     calls_->note(key);
@@ -44,7 +47,7 @@ class CountingSet final : public Structure {
   bool contains(std::uint64_t key) const override {
     calls_->note(key);
     std::lock_guard lock(mutex_);
-    return set_.contains(key);
+    return !blind_ && set_.contains(key);
   }
   bool erase(std::uint64_t key) override {
     calls_->note(key);
@@ -57,15 +60,18 @@ class CountingSet final : public Structure {
 
  private:
   std::shared_ptr<Calls> calls_;
+  bool blind_;
   mutable std::mutex mutex_;
   std::unordered_set<std::uint64_t> set_;
 };
 
-StructureInfo counting_set(bool filter, std::shared_ptr<Calls> calls) {
+StructureInfo counting_set(bool filter, std::shared_ptr<Calls> calls, bool blind = false) {
   return {"counting-set",
           "test double",
           {.filter = filter, .thread_safe = true},
-          [calls](const StructureConfig&) { return std::make_unique<CountingSet>(calls); }};
+          [calls, blind](const StructureConfig&) {
+            return std::make_unique<CountingSet>(calls, blind);
+          }};
 }
 
 RunConfig small(unsigned threads, unsigned update) {
@@ -109,6 +115,35 @@ TEST(Workload, BatchedLookupsCountEveryOperation) {
         << name;
     EXPECT_GT(r.ops.total(), 1000u) << name;
   }
+}
+
+// The false-negative check can fail: a filter whose lookups miss everything is caught, one call
+// per lookup and batched alike (lookups verify a fixed one-in-16 sample of the keys).
+TEST(Workload, FilterWorkloadCatchesFalseNegatives) {
+  for (const unsigned batch : {1u, 16u}) {
+    RunConfig config = small(2, 0);
+    config.batch = batch;
+    const RunResult r = run_benchmark(counting_set(true, std::make_shared<Calls>(), true), config);
+    const auto lookups = static_cast<double>(r.ops.total());
+    // Half the keys are present, one in 16 is verified: about 1/32 of all lookups.
+    EXPECT_GT(static_cast<double>(r.false_negatives), lookups / 64) << "batch " << batch;
+    EXPECT_LT(static_cast<double>(r.false_negatives), lookups / 16) << "batch " << batch;
+  }
+}
+
+// The lock-free filter's own counts come back for the timed phase: K-CAS operations (at least
+// one per migration step), migrations and restarts, near full where paths are long.
+TEST(Workload, LockFreeFilterReportsItsKcasOperations) {
+  RunConfig config = small(2, 40);
+  config.capacity = config.initial;
+  const RunResult r = run_benchmark(*registry().find("lf-cuckoo-filter"), config);
+  std::unordered_map<std::string, std::uint64_t> events;
+  for (const EventCount& e : r.events) events[e.name] = e.value;
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_GT(events.at("migrations"), 0u);
+  EXPECT_GE(events.at("kcas"), events.at("migrations"));
+  EXPECT_TRUE(events.contains("restarts"));
+  EXPECT_EQ(r.false_negatives, 0u);
 }
 
 // r = 2i: half the keys are present at any time, so about half of every class fails.
