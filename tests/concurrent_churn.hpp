@@ -1,6 +1,11 @@
 // The shared stress test of every concurrent filter: readers continuously look up a resident
 // set (inserted first, never erased) while writers insert and erase keys of their own.
 //
+// With writers_outlast_readers, writers run their operations and then go on churning until
+// every reader is done, so that every lookup runs while writers insert and erase (and relocate
+// fingerprints). Not for filters whose readers take a writer-preferring lock: constant writing
+// would starve the readers for good.
+//
 // Invariants checked: no resident key is ever missed (zero false negatives under concurrent
 // relocation); every erase of a key its writer knows is present succeeds; at the end every key
 // a writer left inserted is present and size() equals resident + left-in keys exactly.
@@ -25,8 +30,9 @@ struct ChurnConfig {
   double pool;      // the writers' keys together, as a fraction of capacity
   unsigned readers;
   unsigned writers;
-  int operations_per_writer;
+  int operations_per_writer;      // at least; writers go on until the readers are done
   std::uint64_t min_lookups = 0;  // readers go on until they did at least this many together
+  bool writers_outlast_readers = false;
 };
 
 template <class Filter>
@@ -38,7 +44,7 @@ void churn(Filter& filter, const ChurnConfig& config) {
   const std::uint64_t min_lookups_per_reader = config.min_lookups / config.readers;
 
   std::atomic<std::uint64_t> misses{0}, lookups{0};
-  std::atomic<unsigned> writers_done{0};
+  std::atomic<unsigned> writers_past_quota{0}, readers_done{0};
   std::vector<std::vector<std::uint64_t>> left_in(config.writers);
   std::barrier start(static_cast<std::ptrdiff_t>(config.readers + config.writers));
   {
@@ -49,20 +55,22 @@ void churn(Filter& filter, const ChurnConfig& config) {
         const auto mine = member_keys(per_writer, 1000 + w);
         std::vector<bool> present(per_writer, false);
         std::mt19937_64 rng(w);
-        start.arrive_and_wait();
-        for (int op = 0; op < config.operations_per_writer; ++op) {
+        const auto step = [&] {
           const std::size_t i = rng() % per_writer;
           if (present[i]) {
-            ASSERT_EQ(filter.erase(mine[i]), Status::kOk);
+            EXPECT_EQ(filter.erase(mine[i]), Status::kOk);
             present[i] = false;
           } else {
             present[i] = filter.insert(mine[i]) == Status::kOk;
           }
-        }
+        };
+        start.arrive_and_wait();
+        for (int op = 0; op < config.operations_per_writer; ++op) step();
+        writers_past_quota.fetch_add(1);
+        while (config.writers_outlast_readers && readers_done.load() < config.readers) step();
         for (std::size_t i = 0; i < per_writer; ++i) {
           if (present[i]) left_in[w].push_back(mine[i]);
         }
-        writers_done.fetch_add(1);
       });
     }
     for (unsigned r = 0; r < config.readers; ++r) {
@@ -70,9 +78,9 @@ void churn(Filter& filter, const ChurnConfig& config) {
         std::size_t i = r;
         std::uint64_t local_misses = 0, local_lookups = 0;
         start.arrive_and_wait();
-        // Until every writer has finished, at least one full pass over the resident set, and
-        // this reader's share of min_lookups.
-        while (writers_done.load() < config.writers || local_lookups < resident.size() ||
+        // Until every writer has done its quota, at least one full pass over the resident set,
+        // and this reader's share of min_lookups.
+        while (writers_past_quota.load() < config.writers || local_lookups < resident.size() ||
                local_lookups < min_lookups_per_reader) {
           local_misses += !filter.contains(resident[i]);
           ++local_lookups;
@@ -80,6 +88,7 @@ void churn(Filter& filter, const ChurnConfig& config) {
         }
         misses += local_misses;
         lookups += local_lookups;
+        readers_done.fetch_add(1);
       });
     }
   }
