@@ -2,7 +2,9 @@
 # The concurrent-filter sweep of issues 4 and 5: chtbench run over structures x initial size x
 # update percent x threads, median of 3 repeats each, all rows in one CSV.
 # Usage: bench/concurrent_sweep.sh OUT.csv [chtbench]   (environment: SIZES, UPDATES, THREADS,
-# STRUCTURES, DURATION_MS, REPEAT, BATCH, INIT override the defaults below)
+# STRUCTURES, DURATION_MS, REPEAT, BATCH, INIT override the defaults below). Runs are saved as
+# JSON and merged into OUT.csv by sweep_report.py (structures report different event columns);
+# `bench/sweep_report.py table OUT.csv` and `... plot OUT.csv OUT.png` present it.
 set -euo pipefail
 out=${1:?usage: bench/concurrent_sweep.sh OUT.csv [path/to/chtbench]}
 chtbench=${2:-build/release/tools/chtbench/chtbench}
@@ -16,6 +18,8 @@ batch=${BATCH:-1}   # chtbench run --batch: lookups in runs through contains_man
 init=${INIT:-one}   # chtbench run --init-threads
 
 : >"$out"
+runs=$(mktemp -d)
+trap 'rm -rf "$runs"' EXIT
 total=$(($(wc -w <<<"$sizes") * $(wc -w <<<"$updates") * $(wc -w <<<"$threads") * $(wc -w <<<"$structures")))
 done_runs=0
 for size in $sizes; do
@@ -24,10 +28,11 @@ for size in $sizes; do
       for structure in $structures; do
         done_runs=$((done_runs + 1))
         echo "[$done_runs/$total] $structure i=$size u=$update n=$n batch=$batch" >&2
-        row=$("$chtbench" run -s "$structure" -n "$n" -u "$update" -i "$size" -d "$duration" \
-          -k "$repeat" --batch "$batch" --init-threads "$init" --format csv)
-        if [[ ! -s $out ]]; then head -n 1 <<<"$row" >"$out"; fi
-        tail -n +2 <<<"$row" >>"$out"
+        "$chtbench" run -s "$structure" -n "$n" -u "$update" -i "$size" -d "$duration" \
+          -k "$repeat" --batch "$batch" --init-threads "$init" --format json \
+          --out "$runs/$(printf %04d "$done_runs").json"
+        # Rewritten after every run, so that an interrupted sweep keeps what it measured.
+        "$(dirname "$0")/sweep_report.py" csv "$runs"/*.json >"$out"
       done
     done
   done

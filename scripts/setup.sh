@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libxxhash-dev libtbb-dev liburcu-dev libabsl-dev libhwloc-dev libdivide-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev
-  gnuplot-nox
+  gnuplot-nox python3
 )
 
 missing=()

@@ -290,10 +290,7 @@ class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>>,
 
   // KeyApi's batched lookups: locate and prefetch both buckets, later probe.
   Location stage_lookup(std::uint64_t hash) const noexcept {
-    const Location at = locate(hash);
-    table_.prefetch(at.primary);
-    table_.prefetch(at.alternate);
-    return at;
+    return detail::prefetch_both(table_, locate(hash));
   }
   bool finish_lookup(const Location& at) const noexcept { return probe(at); }
 

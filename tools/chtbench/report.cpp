@@ -202,7 +202,7 @@ std::string run_table(std::span<const RunResult> results) {
         fail);
   }
   for (const RunResult& r : results) {  // the structures' own event counts, if any
-    if (r.events.empty()) continue;
+    if (r.events.empty() || r.ops[OpClass::kPutSuc] == 0) continue;
     std::vector<std::string> parts;
     for (const EventCount& e : r.events) {
       parts.push_back(fmt::format("{} {} ({:.4f}/insert)", e.name, e.value, per_insert(e, r)));

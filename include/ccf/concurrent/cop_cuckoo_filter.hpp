@@ -104,10 +104,7 @@ class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Exe
 
   // KeyApi's batched lookups: locate and prefetch both buckets; later the COP lookup.
   Location stage_lookup(std::uint64_t hash) const noexcept {
-    const Location at = locate(hash);
-    table_.prefetch(at.primary);
-    table_.prefetch(at.alternate);
-    return at;
+    return detail::prefetch_both(table_, locate(hash));
   }
   bool finish_lookup(const Location& at) const {
     const auto prefix = [&] { return where(at); };

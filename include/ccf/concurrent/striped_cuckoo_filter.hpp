@@ -257,10 +257,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
   // KeyApi's batched lookups. Not the stripes: at most 4096 lines, they stay in L2, and a
   // prefetch of them would take a miss buffer that the table's lines need.
   Location stage_lookup(std::uint64_t hash) const noexcept {
-    const Location at = locate(hash);
-    table_.prefetch(at.primary);
-    table_.prefetch(at.alternate);
-    return at;
+    return detail::prefetch_both(table_, locate(hash));
   }
   bool finish_lookup(const Location& at) const noexcept { return probe(at); }
 

@@ -17,6 +17,14 @@
 
 namespace ccf::detail {
 
+// The usual stage_lookup: prefetch both candidate buckets of a located key.
+template <class Table, class Location>
+Location prefetch_both(const Table& table, const Location& at) noexcept {
+  table.prefetch(at.primary);
+  table.prefetch(at.alternate);
+  return at;
+}
+
 template <class Filter>
 class KeyApi {
  public:

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Turns chtbench sweep results into one CSV, a Markdown table and a plot.
+
+  sweep_report.py csv RUN.json... > OUT.csv     one row per run, the union of all columns
+                                                 (structures report different event counts)
+  sweep_report.py table OUT.csv                 Markdown: Mops/s (ratio to limit_mops) per
+                                                 structure x (u, n), bytes per item, and the
+                                                 2-thread / 1-thread scaling of structure and probe
+  sweep_report.py plot OUT.csv OUT.png          throughput per structure, one panel per u
+                                                 (gnuplot)
+"""
+import csv
+import json
+import subprocess
+import sys
+import tempfile
+
+
+def flatten(obj, prefix, out):
+    for key, value in obj.items():
+        name = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict):
+            flatten(value, name, out)
+        elif isinstance(value, list):
+            out[name] = " ".join(json.dumps(v) for v in value)
+        else:
+            out[name] = "" if value is None else value
+
+
+def to_csv(paths):
+    rows = []
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        for run in data if isinstance(data, list) else [data]:
+            row = {}
+            flatten(run, "", row)
+            rows.append(row)
+    columns = sorted({c for row in rows for c in row})
+    writer = csv.DictWriter(sys.stdout, columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+def read(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def grid(rows):
+    """(structures in first-seen order, sorted (u, n) columns, {(structure, u, n): row})."""
+    structures, cells = [], {}
+    for row in rows:
+        key = (row["structure"], int(row["update_pct"]), int(row["threads"]))
+        if row["structure"] not in structures:
+            structures.append(row["structure"])
+        cells[key] = row
+    columns = sorted({(u, n) for (_, u, n) in cells})
+    return structures, columns, cells
+
+
+def table(path):
+    rows = read(path)
+    structures, columns, cells = grid(rows)
+    head = ["structure"] + [f"u={u}% n={n}" for u, n in columns] + ["B/item"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for s in structures:
+        line = [s]
+        bytes_per_item = ""
+        for u, n in columns:
+            row = cells.get((s, u, n))
+            if row is None:
+                line.append("–")
+                continue
+            line.append(f"{float(row['throughput_mops']):.1f} ({float(row['ratio_to_limit']):.2f})")
+            if row["bytes_per_item"]:
+                bytes_per_item = f"{float(row['bytes_per_item']):.1f}"
+        print("| " + " | ".join(line + [bytes_per_item]) + " |")
+    pairs = [(u, n) for u, n in columns if n == 2 and (u, 1) in columns]
+    if pairs:
+        print()
+        print("2-thread / 1-thread throughput, structure (memory probe):")
+        print()
+        head = ["structure"] + [f"u={u}%" for u, _ in pairs]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for s in structures:
+            line = [s]
+            for u, _ in pairs:
+                one, two = cells.get((s, u, 1)), cells.get((s, u, 2))
+                if one is None or two is None:
+                    line.append("–")
+                    continue
+                scale = float(two["throughput_mops"]) / float(one["throughput_mops"])
+                probe = float(two["limit_mops"]) / float(one["limit_mops"])
+                line.append(f"{scale:.2f} ({probe:.2f})")
+            print("| " + " | ".join(line) + " |")
+    false_negatives = sum(int(r["false_negatives"] or 0) for r in rows if r["workload"] == "filter")
+    print()
+    print(f"false negatives over all filter runs: {false_negatives}")
+    events = sorted({c for r in rows for c, v in r.items() if c.startswith("events_per_insert.") and v})
+    if events:
+        print()
+        print("Events per successful insert in the timed phase:")
+        print()
+        head = ["structure", "u", "n"] + [e.split(".", 1)[1] for e in events]
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for (s, u, n), row in sorted(cells.items(), key=lambda kv: (structures.index(kv[0][0]), kv[0][1], kv[0][2])):
+            if u == 0 or not any(row.get(e) for e in events):
+                continue
+            values = [f"{float(row[e]):.4f}" if row.get(e) else "–" for e in events]
+            print("| " + " | ".join([s, str(u), str(n)] + values) + " |")
+
+
+def plot(path, png):
+    rows = read(path)
+    structures, columns, cells = grid(rows)
+    updates = sorted({u for u, _ in columns})
+    threads = sorted({n for _, n in columns})
+    with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as data:
+        for s in structures:
+            values = []
+            for u in updates:
+                for n in threads:
+                    row = cells.get((s, u, n))
+                    values.append(row["throughput_mops"] if row else "NaN")
+            data.write(s + " " + " ".join(values) + "\n")
+    size = rows[0]["initial"] if rows else "?"
+    script = [
+        f"set terminal pngcairo size {420 * len(updates) + 200},{60 + 22 * len(structures) * 3} font ',9'",
+        f"set output '{png}'",
+        f"set multiplot layout 1,{len(updates)} title 'chtbench, i = {size}: throughput (Mops/s), one bar per thread count'",
+        "set style data histograms",
+        "set style histogram clustered gap 1",
+        "set style fill solid 0.8 border -1",
+        "set xtics rotate by -45 scale 0",
+        "set grid ytics",
+        "set key top left",
+        "set yrange [0:*]",
+    ]
+    for k, u in enumerate(updates):
+        script.append(f"set title 'u = {u}%'")
+        parts = []
+        for j, n in enumerate(threads):
+            col = 2 + k * len(threads) + j
+            xtic = ":xtic(1)" if j == 0 else ""
+            parts.append(f"'{data.name}' using {col}{xtic} title 'n = {n}'")
+        script.append("plot " + ", ".join(parts))
+    script.append("unset multiplot")
+    subprocess.run(["gnuplot"], input="\n".join(script), text=True, check=True)
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[1] == "csv":
+        to_csv(argv[2:])
+    elif len(argv) == 3 and argv[1] == "table":
+        table(argv[2])
+    elif len(argv) == 4 and argv[1] == "plot":
+        plot(argv[2], argv[3])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
