@@ -128,16 +128,19 @@ def plot(path, png):
                     values.append(row["throughput_mops"] if row else "NaN")
             data.write(s + " " + " ".join(values) + "\n")
     size = rows[0]["initial"] if rows else "?"
+    batch = rows[0].get("batch", "1") if rows else "1"
+    lookups = "one call per operation" if batch == "1" else f"lookups in batches of {batch}"
     script = [
         f"set terminal pngcairo size {420 * len(updates) + 200},{60 + 22 * len(structures) * 3} font ',9'",
         f"set output '{png}'",
-        f"set multiplot layout 1,{len(updates)} title 'chtbench, i = {size}: throughput (Mops/s), one bar per thread count'",
+        f"set multiplot layout 1,{len(updates)} title 'chtbench, i = {size}, {lookups}: throughput (Mops/s), one bar per thread count'",
         "set style data histograms",
         "set style histogram clustered gap 1",
         "set style fill solid 0.8 border -1",
         "set xtics rotate by -45 scale 0",
         "set grid ytics",
-        "set key top left",
+        "set key top right opaque box",
+        "set offsets 0, 0, graph 0.12, 0",
         "set yrange [0:*]",
     ]
     for k, u in enumerate(updates):
