@@ -1,5 +1,6 @@
 // The shared stress test of every concurrent filter: readers continuously look up a resident
-// set (inserted first, never erased) while writers insert and erase keys of their own.
+// set (inserted first, never erased) while writers insert and erase keys of their own. Every
+// other reader uses the filter's batched lookup (contains_many) where it has one.
 //
 // With writers_outlast_readers, writers run their operations and then go on churning until
 // every reader is done, so that every lookup runs while writers insert and erase (and relocate
@@ -13,9 +14,11 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <barrier>
 #include <random>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -23,6 +26,12 @@
 #include "test_keys.hpp"
 
 namespace ccf::testing {
+
+template <class Filter>
+concept BatchedLookups = requires(const Filter& f, std::span<const std::uint64_t> keys,
+                                  std::span<bool> out) {
+  f.contains_many(keys, out);
+};
 
 struct ChurnConfig {
   std::size_t capacity;
@@ -86,11 +95,28 @@ std::uint64_t churn(Filter& filter, const ChurnConfig& config) {
         start.arrive_and_wait();
         // Until every writer has done its quota, at least one full pass over the resident set,
         // and this reader's share of min_lookups.
+        // Odd readers of a filter with batched lookups use them, in batches of kBatch.
+        constexpr std::size_t kBatch = 32;
+        const bool batched = r % 2 == 1 && BatchedLookups<Filter>;
+        std::array<std::uint64_t, kBatch> keys{};
+        std::array<bool, kBatch> found{};
         while (writers_past_quota.load() < config.writers || local_lookups < resident.size() ||
                local_lookups < min_lookups_per_reader) {
-          local_misses += !filter.contains(resident[i]);
-          ++local_lookups;
-          i = (i + 7919) % resident.size();
+          if (!batched) {
+            local_misses += !filter.contains(resident[i]);
+            ++local_lookups;
+            i = (i + 7919) % resident.size();
+            continue;
+          }
+          for (auto& key : keys) {
+            key = resident[i];
+            i = (i + 7919) % resident.size();
+          }
+          if constexpr (BatchedLookups<Filter>) {
+            local_misses += kBatch - filter.contains_many(std::span<const std::uint64_t>(keys),
+                                                          std::span<bool>(found));
+          }
+          local_lookups += kBatch;
         }
         misses += local_misses;
         lookups += local_lookups;
