@@ -288,10 +288,11 @@ void work_batched(Structure& s, Policy policy, const RunConfig& c, unsigned thre
   const auto found = std::make_unique<bool[]>(c.batch);
   // Relaxed: the flag only ends the loop; the counters are read after the join.
   while (!stop.load(std::memory_order_relaxed)) {
-    for (auto& kind : kinds) {
-      if (u == 0) break;                       // read-only: every operation is a lookup already
-      const std::uint64_t r = rng.below(200);  // u/2 % inserts, u/2 % erases
-      kind = r < u ? OpKind::kInsert : r < 2 * u ? OpKind::kErase : OpKind::kLookup;
+    if (u > 0) {  // (read-only: every operation is a lookup already)
+      for (auto& kind : kinds) {
+        const std::uint64_t r = rng.below(200);  // u/2 % inserts, u/2 % erases
+        kind = r < u ? OpKind::kInsert : r < 2 * u ? OpKind::kErase : OpKind::kLookup;
+      }
     }
     for (std::size_t i = 0; i < kinds.size();) {
       if (kinds[i] != OpKind::kLookup) {
