@@ -308,10 +308,7 @@ class LockFreeCuckooFilter
     Location at;  // in the first level
   };
   StagedLookup stage_lookup(std::uint64_t hash) const noexcept {
-    const Location at = locate(*first_, hash);
-    __builtin_prefetch(&first_->words[at.primary]);
-    __builtin_prefetch(&first_->words[at.alternate]);
-    return {hash, at};
+    return {hash, detail::prefetch_both(LevelView{*this, *first_}, locate(*first_, hash))};
   }
   bool finish_lookup(const StagedLookup& s) const {
     return in_level(*first_, s.at) || in_levels(first_->next_level(), s.hash);
