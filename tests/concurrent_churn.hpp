@@ -1,6 +1,7 @@
 // The shared stress test of every concurrent filter: readers continuously look up a resident
 // set (inserted first, never erased) while writers insert and erase keys of their own. Every
-// other reader uses the filter's batched lookup (contains_many) where it has one.
+// other reader uses the filter's batched lookup (contains_many), and every other writer its
+// batched insert (insert_many), where it has one.
 //
 // With writers_outlast_readers, writers run their operations and then go on churning until
 // every reader is done, so that every lookup runs while writers insert and erase (and relocate
@@ -17,6 +18,7 @@
 #include <array>
 #include <atomic>
 #include <barrier>
+#include <concepts>
 #include <random>
 #include <span>
 #include <thread>
@@ -31,6 +33,11 @@ template <class Filter>
 concept BatchedLookups = requires(const Filter& f, std::span<const std::uint64_t> keys,
                                   std::span<bool> out) {
   f.contains_many(keys, out);
+};
+
+template <class Filter>
+concept BatchedInserts = requires(Filter& f, std::span<const std::uint64_t> keys) {
+  { f.insert_many(keys) } -> std::convertible_to<std::size_t>;
 };
 
 struct ChurnConfig {
@@ -70,13 +77,24 @@ std::uint64_t churn(Filter& filter, const ChurnConfig& config) {
         const auto mine = member_keys(per_writer, 1000 + w);
         std::vector<bool> present(per_writer, false);
         std::mt19937_64 rng(w);
+        // Odd writers of a filter with batched inserts insert runs of absent keys with them.
+        const bool batched = w % 2 == 1 && BatchedInserts<Filter>;
+        std::vector<std::uint64_t> run;
         const auto step = [&] {
           const std::size_t i = rng() % per_writer;
           if (present[i]) {
             EXPECT_EQ(filter.erase(mine[i]), Status::kOk);
             present[i] = false;
-          } else {
+          } else if (!batched) {
             present[i] = filter.insert(mine[i]) == Status::kOk;
+          } else if constexpr (BatchedInserts<Filter>) {
+            run.clear();
+            for (std::size_t j = i; j < per_writer && !present[j] && run.size() < 8; ++j) {
+              run.push_back(mine[j]);
+            }
+            // The leading `stored` keys went in; the rest were not tried (the filter was full).
+            const std::size_t stored = filter.insert_many(std::span<const std::uint64_t>(run));
+            for (std::size_t k = 0; k < stored; ++k) present[i + k] = true;
           }
         };
         start.arrive_and_wait();

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "batched_lookups.hpp"
+#include "batched_operations.hpp"
 #include "ccf/concurrent/cop_cuckoo_filter.hpp"
 #include "ccf/sync/cop.hpp"
 #include "concurrent_churn.hpp"
@@ -118,6 +118,11 @@ void check_filter_operations(Filter& filter) {
   const std::size_t still = odd.size();
   for (std::size_t i = 0; i < stored; i += 2) odd.push_back(keys[i]);
   ccf::testing::expect_batched_lookups_agree(filter, odd, still);
+}
+
+TEST(CopFilter, BatchedInsertsFillAsFullAsSingleOnes) {
+  ccf::CopCuckooFilter<12, 4, Simulated> filter(1 << 16);
+  ccf::testing::expect_batched_inserts_fill(filter, ccf::testing::member_keys(1 << 17, 62));
 }
 
 TEST(CopFilter, SimulatedTransactionsCarryOutEveryOperation) {

@@ -9,11 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "batched_lookups.hpp"
+#include "batched_operations.hpp"
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
 #include "concurrent_churn.hpp"
 #include "linearizability.hpp"
@@ -48,10 +49,22 @@ TEST(LockFreeFilter, FillsAsFullAsTheSequentialFilter) {
   EXPECT_GT(filter.migrations(), 0u);
 }
 
+TEST(LockFreeFilter, BatchedInsertsFillAsFullAsSingleOnes) {
+  Filter filter(1 << 16, fixed_size());
+  ccf::testing::expect_batched_inserts_fill(filter, member_keys(1 << 17, 72));
+  EXPECT_EQ(filter.levels(), 1u);
+}
+
 TEST(LockFreeFilter, GrowsInsteadOfFilling) {
   Filter filter(1 << 12);
   const auto keys = member_keys(1 << 14, 73);
-  for (const auto key : keys) ASSERT_EQ(filter.insert(key), Status::kOk);
+  // The first half one by one, the rest batched: batched inserts grow the filter too.
+  const std::size_t half = keys.size() / 2;
+  for (std::size_t i = 0; i < half; ++i) ASSERT_EQ(filter.insert(keys[i]), Status::kOk);
+  const std::size_t levels_before = filter.levels();
+  EXPECT_GE(levels_before, 2u);
+  EXPECT_EQ(filter.insert_many(std::span<const std::uint64_t>(keys).subspan(half)), half);
+  EXPECT_GT(filter.levels(), levels_before);
   EXPECT_GE(filter.levels(), 3u);
   for (const auto key : keys) ASSERT_TRUE(filter.contains(key));
   // Batched lookups consult the grown levels too.

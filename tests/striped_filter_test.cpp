@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "batched_lookups.hpp"
+#include "batched_operations.hpp"
 #include "ccf/concurrent/striped_cuckoo_filter.hpp"
 #include "concurrent_churn.hpp"
 #include "linearizability.hpp"
@@ -125,5 +125,10 @@ TEST(StripedFilter, BatchedLookupsAgreeWithSingleOnes) {
   const auto keys = ccf::testing::member_keys(200'000, 5);
   for (std::size_t i = 0; i < 90'000; ++i) ASSERT_EQ(filter.insert(keys[i]), Status::kOk);
   ccf::testing::expect_batched_lookups_agree(filter, keys, 90'000);
+}
+
+TEST(StripedFilter, BatchedInsertsFillAsFullAsSingleOnes) {
+  Optimistic filter(1 << 16);
+  ccf::testing::expect_batched_inserts_fill(filter, ccf::testing::member_keys(1 << 17, 6));
 }
 }  // namespace

@@ -37,7 +37,6 @@
 #include <cstdint>
 #include <istream>
 #include <ostream>
-#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -50,7 +49,6 @@
 #include "ccf/detail/occupancy_api.hpp"
 #include "ccf/detail/packed_table.hpp"
 #include "ccf/detail/semi_sorted_table.hpp"
-#include "ccf/detail/software_pipeline.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 
@@ -119,21 +117,7 @@ class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>>,
   using detail::KeyApi<CuckooFilter>::contains;
   using detail::KeyApi<CuckooFilter>::erase;
 
-  // ---- batched operations ----------------------------------------------------------------
-  // contains_many: detail/key_api.hpp.
-
-  // Inserts keys in order and stops at the first kFull: returns how many leading keys were
-  // stored (keys.size() unless the filter filled up).
-  template <class Key>
-  std::size_t insert_many(std::span<const Key> keys) noexcept {
-    std::size_t stored = 0;
-    pipelined(keys, [&](std::size_t, const Location& at) {
-      if (insert_located(at) != Status::kOk) return false;
-      ++stored;
-      return true;
-    });
-    return stored;
-  }
+  // ---- batched operations: contains_many, insert_many (detail/key_api.hpp) ---------------
 
   // ---- size and space --------------------------------------------------------------------
 
@@ -226,9 +210,9 @@ class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>>,
   }
 
   bool contains_hash(std::uint64_t hash) const noexcept { return probe(locate(hash)); }
-  Status insert_hash(std::uint64_t hash) noexcept { return insert_located(locate(hash)); }
+  Status insert_hash(std::uint64_t hash) noexcept { return finish_insert(locate(hash)); }
 
-  Status insert_located(const Location& at) noexcept {
+  Status finish_insert(const Location& at) noexcept {
     if (victim_.used) return Status::kFull;
     place(at.primary, at.alternate, at.fp);
     ++items_;
@@ -288,19 +272,12 @@ class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>>,
     place(parked.bucket, addressing_.alternate(parked.bucket, parked.fp), parked.fp);
   }
 
-  // KeyApi's batched lookups: locate and prefetch both buckets, later probe.
+  // KeyApi's batched operations: locate and prefetch both buckets, later probe (or insert:
+  // finish_insert above).
   Location stage_lookup(std::uint64_t hash) const noexcept {
     return detail::prefetch_both(table_, locate(hash));
   }
   bool finish_lookup(const Location& at) const noexcept { return probe(at); }
-
-  // Runs visit(i, location of keys[i]) in order, hashing keys and prefetching both their
-  // buckets ahead (detail/software_pipeline.hpp). Stops when visit returns false.
-  template <class Key, class Visit>
-  void pipelined(std::span<const Key> keys, Visit&& visit) const {
-    detail::software_pipeline(
-        keys.size(), [&](std::size_t i) { return stage_lookup(hash_key(keys[i], seed())); }, visit);
-  }
 
   std::uint64_t next_random() noexcept {  // xorshift64*
     rng_ ^= rng_ >> 12;

@@ -154,6 +154,17 @@ int run_cli(int argc, char** argv) {
   filter->add_option("--pin", filter_pin, "thread placement: default, compact or balanced")
       ->check(CLI::IsMember({"default", "compact", "balanced"}))
       ->capture_default_str();
+  filter
+      ->add_option("--fill", fc.fill,
+                   "stop construction at this fraction of the slots (1: until the first "
+                   "insert fails)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  filter
+      ->add_option("--insert-batch", fc.insert_batch,
+                   "construction inserts B keys per call through the filter's batched insert "
+                   "(hash ahead and prefetch); 0: one insert per call")
+      ->capture_default_str();
   filter->add_option("--seed", fc.seed, "seed of the key streams")->capture_default_str();
   filter_out.add_to(*filter);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -56,6 +57,9 @@ FilterResult run_filter_benchmark(const StructureInfo& info, FilterBenchConfig c
         info.name));
   }
   if (c.capacity == 0) throw UsageError("--capacity must be at least 1");
+  if (!(c.fill > 0 && c.fill <= 1)) {
+    throw UsageError(fmt::format("--fill must lie in (0, 1], not {}", c.fill));
+  }
 
   std::unique_ptr<Structure> s;
   try {
@@ -68,7 +72,9 @@ FilterResult run_filter_benchmark(const StructureInfo& info, FilterBenchConfig c
   r.config = c;
   r.slots = s->capacity();
   const unsigned n = c.threads;
-  const std::vector<std::uint64_t> keys = random_keys(c.seed, kPositiveStream, r.slots);
+  const auto to_insert = static_cast<std::size_t>(
+      std::llround(c.fill * static_cast<double>(std::max<std::size_t>(r.slots, 1))));
+  const std::vector<std::uint64_t> keys = random_keys(c.seed, kPositiveStream, to_insert);
 
   // Construction: each thread inserts its share until the first failure anywhere.
   std::vector<std::size_t> stored(n, 0);
@@ -76,12 +82,28 @@ FilterResult run_filter_benchmark(const StructureInfo& info, FilterBenchConfig c
   const double build_seconds = parallel_phase(*s, c.pin, n, [&](unsigned t) {
     std::size_t mine = 0;
     // Relaxed: the flag only shortens the other threads' loops.
-    for (std::size_t i = t; i < keys.size() && !full.load(std::memory_order_relaxed); i += n) {
-      if (!s->insert(keys[i])) {
-        full.store(true, std::memory_order_relaxed);
-        break;
+    const auto go_on = [&] { return !full.load(std::memory_order_relaxed); };
+    if (c.insert_batch == 0) {
+      for (std::size_t i = t; i < keys.size() && go_on(); i += n) {
+        if (!s->insert(keys[i])) {
+          full.store(true, std::memory_order_relaxed);
+          break;
+        }
+        ++mine;
       }
-      ++mine;
+    } else {
+      std::vector<std::uint64_t> batch;
+      batch.reserve(c.insert_batch);
+      for (std::size_t i = t; i < keys.size() && go_on();) {
+        batch.clear();
+        for (; i < keys.size() && batch.size() < c.insert_batch; i += n) batch.push_back(keys[i]);
+        const std::size_t done = s->insert_many(batch);
+        mine += done;
+        if (done < batch.size()) {
+          full.store(true, std::memory_order_relaxed);
+          break;
+        }
+      }
     }
     stored[t] = mine;
   });

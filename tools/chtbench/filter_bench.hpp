@@ -1,7 +1,8 @@
 // `chtbench filter`: the filter metrics of the thesis (002 §5.5.1).
 //
 // Fills the filter with random 64-bit keys until the first insert fails (or, for filters that
-// never fail, such as Bloom filters, until their design capacity), then measures lookups of
+// never fail, such as Bloom filters, until their design capacity; or until a chosen fraction
+// of the slots), one key per call or in batches, then measures lookups of
 // inserted keys (positive) and of never-inserted keys (negative), one at a time and batched,
 // and the false-positive rate on the negatives. Every rate is also given as a ratio to
 // limit_mops, the two-random-lines memory probe over a region of the filter's size.
@@ -22,6 +23,11 @@ struct FilterBenchConfig {
   unsigned threads = 1;
   Pin pin = Pin::kDefault;
   std::uint64_t seed = 1;
+  // Construction stops at this fraction of the filter's slots if no insert fails before.
+  double fill = 1.0;
+  // Construction inserts in batches of this many keys through insert_many (hash ahead and
+  // prefetch); 0: one insert() per key.
+  std::size_t insert_batch = 0;
   std::uint64_t negative_queries = 0;  // 0 means max(items, 2^20)
   unsigned probe_ms = 300;             // duration of the limit_mops measurement
 };

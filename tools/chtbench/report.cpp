@@ -101,6 +101,8 @@ nlohmann::json to_json(const FilterResult& r) {
       {"threads", c.threads},
       {"pin", to_string(c.pin)},
       {"seed", c.seed},
+      {"fill", c.fill},
+      {"insert_batch", c.insert_batch},
       {"items", r.items},
       {"slots", r.slots},
       {"filled_to_failure", r.filled_to_failure},

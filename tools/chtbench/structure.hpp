@@ -50,6 +50,14 @@ class Structure {
     return hits;
   }
 
+  // Inserts keys in order and stops at the first failure; returns how many leading keys were
+  // inserted. Structures with a native batch API (hash ahead, prefetch, insert) override it.
+  virtual std::size_t insert_many(std::span<const std::uint64_t> keys) {
+    std::size_t done = 0;
+    while (done < keys.size() && insert(keys[done])) ++done;
+    return done;
+  }
+
   // Not called while operations run (may be O(n) for some peers).
   virtual std::size_t size() const = 0;
   // The items it was built to hold: slots for a cuckoo filter, the design size for a Bloom

@@ -102,7 +102,8 @@ class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Exe
 
   bool contains_hash(std::uint64_t hash) const { return finish_lookup(locate(hash)); }
 
-  // KeyApi's batched lookups: locate and prefetch both buckets; later the COP lookup.
+  // KeyApi's batched operations: locate and prefetch both buckets; later the COP lookup (or
+  // insert: finish_insert).
   Location stage_lookup(std::uint64_t hash) const noexcept {
     return detail::prefetch_both(table_, locate(hash));
   }
@@ -128,8 +129,10 @@ class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Exe
     return executor_.template run<sync::Access::kWrite>(prefix, verify, complete, whole);
   }
 
-  Status insert_hash(std::uint64_t hash) {
-    const Location at = locate(hash);
+  Status insert_hash(std::uint64_t hash) { return finish_insert(locate(hash)); }
+
+  // Also KeyApi's batched inserts (after stage_lookup).
+  Status finish_insert(const Location& at) {
     const auto prefix = [&] { return plan_insert(at); };
     const auto verify = [&](const InsertPlan& plan) { return plan_holds(at, plan); };
     const auto complete = [&](const InsertPlan& plan) { return carry_out(at, plan); };

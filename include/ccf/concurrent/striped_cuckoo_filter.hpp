@@ -254,8 +254,8 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
     return probe(at);
   }
 
-  // KeyApi's batched lookups. Not the stripes: at most 4096 lines, they stay in L2, and a
-  // prefetch of them would take a miss buffer that the table's lines need.
+  // KeyApi's batched lookups and inserts. Not the stripes: at most 4096 lines, they stay in L2, and
+  // a prefetch of them would take a miss buffer that the table's lines need.
   Location stage_lookup(std::uint64_t hash) const noexcept {
     return detail::prefetch_both(table_, locate(hash));
   }
@@ -290,6 +290,11 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
   Status insert_hash(std::uint64_t hash) noexcept {
     const Location at = locate(hash);
     table_.prefetch(at.alternate);
+    return finish_insert(at);
+  }
+
+  // Also KeyApi's batched inserts (after stage_lookup).
+  Status finish_insert(const Location& at) noexcept {
     for (;;) {
       if (store_in_either(at)) return Status::kOk;
       detail::CuckooPath<kSlots, kPathDepth> path;

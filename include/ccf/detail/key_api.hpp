@@ -1,8 +1,9 @@
 // The key-level API that every cuckoo filter offers, written once (CRTP): 64-bit integer keys
 // and byte strings, hashed with the filter's seed (hash.hpp) and passed to the filter's
-// insert_hash / contains_hash / erase_hash; batched lookups through its stage_lookup(hash)
-// (locate and prefetch; returns what finish_lookup needs) and finish_lookup(staged). A filter
-// derives from KeyApi<Filter>, declares it a friend, and provides those five and seed().
+// insert_hash / contains_hash / erase_hash; batched operations through its stage_lookup(hash)
+// (locate and prefetch; returns what the finishing step needs), finish_lookup(staged) and
+// finish_insert(staged). A filter derives from KeyApi<Filter>, declares it a friend, and
+// provides those six and seed().
 #pragma once
 
 #include <cstddef>
@@ -10,6 +11,7 @@
 #include <span>
 #include <stdexcept>
 #include <string_view>
+#include <utility>
 
 #include "ccf/detail/software_pipeline.hpp"
 #include "ccf/hash.hpp"
@@ -66,6 +68,26 @@ class KeyApi {
           return true;
         });
     return hits;
+  }
+
+  // Inserts keys in order and stops at the first kFull: returns how many leading keys were
+  // stored (keys.size() unless the filter filled up). Pipelined as contains_many, so an insert
+  // that finds room in one of its buckets costs no memory latency of its own. In a concurrent
+  // filter each insert is linearizable on its own; the batch is not atomic.
+  template <class Key>
+  std::size_t insert_many(std::span<const Key> keys) noexcept(noexcept(
+      std::declval<Filter&>().finish_insert(std::declval<Filter&>().stage_lookup(std::uint64_t{
+          0})))) {
+    std::size_t stored = 0;
+    detail::software_pipeline(
+        keys.size(),
+        [&](std::size_t i) { return self().stage_lookup(hash_key(keys[i], self().seed())); },
+        [&](std::size_t, const auto& staged) {
+          if (self().finish_insert(staged) != Status::kOk) return false;
+          ++stored;
+          return true;
+        });
+    return stored;
   }
 
  private:

@@ -301,8 +301,8 @@ class LockFreeCuckooFilter
     return false;
   }
 
-  // KeyApi's batched lookups: the first level's two bucket words are prefetched; the levels a
-  // grown filter added are probed when the first misses.
+  // KeyApi's batched lookups (and inserts: finish_insert): the first level's two bucket words
+  // are prefetched; the levels a grown filter added are probed when the first misses.
   struct StagedLookup {
     std::uint64_t hash;
     Location at;  // in the first level
@@ -368,15 +368,28 @@ class LockFreeCuckooFilter
   // ---- insert --------------------------------------------------------------------------
 
   Status insert_hash(std::uint64_t hash) {
-    Level* level = last_.load(std::memory_order_acquire);
+    Level* const level = last_.load(std::memory_order_acquire);
+    return insert_from(level, hash, locate(*level, hash));
+  }
+
+  // KeyApi's batched inserts: the staged location is the first level's, so a grown filter
+  // locates the key again in its last level.
+  Status finish_insert(const StagedLookup& s) {
+    Level* const level = last_.load(std::memory_order_acquire);
+    return insert_from(level, s.hash, level == first_.get() ? s.at : locate(*level, s.hash));
+  }
+
+  // Inserts into `level` (at its location `at`), growing the filter when it is full.
+  Status insert_from(Level* level, std::uint64_t hash, Location at) {
     for (;;) {
-      if (insert_in_level(*level, locate(*level, hash))) {
+      if (insert_in_level(*level, at)) {
         items_.add(1);
         return Status::kOk;
       }
       if (!grow_) return Status::kFull;
       level = grow(*level);
       if (level == nullptr) return Status::kFull;
+      at = locate(*level, hash);
     }
   }
 

@@ -1,6 +1,6 @@
 // One adapter for every ccf filter: anything with insert(uint64) -> ccf::Status,
-// contains(uint64), size(), capacity() and memory_bytes(); erase, contains_many and
-// load_factor are used when the filter has them. Registering a filter:
+// contains(uint64), size(), capacity() and memory_bytes(); erase, contains_many, insert_many,
+// load_factor and event counts are used when the filter has them. Registering a filter:
 //   r.add({"name", "description", filter_traits<F>(/*thread_safe=*/true),
 //          [](const StructureConfig& c) { return std::make_unique<FilterAdapter<F>>(...); }});
 #pragma once
@@ -23,6 +23,10 @@ concept ErasableFilter = requires(F& f, std::uint64_t k) {
 template <class F>
 concept BatchedFilter = requires(const F& f, std::span<const std::uint64_t> k, std::span<bool> o) {
   { f.contains_many(k, o) } -> std::convertible_to<std::size_t>;
+};
+template <class F>
+concept BatchedInsertFilter = requires(F& f, std::span<const std::uint64_t> k) {
+  { f.insert_many(k) } -> std::convertible_to<std::size_t>;
 };
 template <class F>
 concept LoadFactorFilter = requires(const F& f) {
@@ -59,6 +63,13 @@ class FilterAdapter final : public Structure {
       return filter_.contains_many(keys, out);
     } else {
       return Structure::contains_many(keys, out);
+    }
+  }
+  std::size_t insert_many(std::span<const std::uint64_t> keys) override {
+    if constexpr (BatchedInsertFilter<F>) {
+      return filter_.insert_many(keys);
+    } else {
+      return Structure::insert_many(keys);
     }
   }
   std::size_t size() const override { return filter_.size(); }
