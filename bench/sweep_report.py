@@ -8,9 +8,14 @@
                                                  2-thread / 1-thread scaling of structure and probe
   sweep_report.py plot OUT.csv OUT.png          throughput per structure, one panel per u
                                                  (gnuplot)
+  sweep_report.py inserts OUT.csv               Markdown for `chtbench filter` sweeps
+                                                 (bench/insert_sweep.sh): median construction
+                                                 M inserts/s (load reached) per structure x n,
+                                                 one column per fill x insert batch
 """
 import csv
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -114,6 +119,37 @@ def table(path):
             print("| " + " | ".join([s, str(u), str(n)] + values) + " |")
 
 
+def inserts(path):
+    groups = {}
+    for row in read(path):
+        key = (row["structure"], int(row["threads"]))
+        column = (float(row["fill"]), int(row["insert_batch"]))
+        groups.setdefault(key, {}).setdefault(column, []).append(row)
+    columns = sorted({c for cells in groups.values() for c in cells})
+
+    def fill_name(fill):
+        return "to the first refusal" if fill >= 1 else f"to {fill:.0%}"
+
+    head = ["structure", "n"] + [
+        f"{fill_name(f)}, {'one per call' if b == 0 else f'batches of {b}'}" for f, b in columns
+    ]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for (structure, n), cells in groups.items():
+        line = [structure, str(n)]
+        for column in columns:
+            runs = cells.get(column)
+            if not runs:
+                line.append("–")
+                continue
+            mops = statistics.median(float(r["construction_mops"]) for r in runs)
+            load = statistics.median(float(r["load_factor"]) for r in runs)
+            line.append(f"{mops:.1f} ({load:.3f})")
+        print("| " + " | ".join(line) + " |")
+    print()
+    print("(median M inserts/s over the repeats, load reached in parentheses)")
+
+
 def plot(path, png):
     rows = read(path)
     structures, columns, cells = grid(rows)
@@ -160,6 +196,8 @@ def main(argv):
         to_csv(argv[2:])
     elif len(argv) == 3 and argv[1] == "table":
         table(argv[2])
+    elif len(argv) == 3 and argv[1] == "inserts":
+        inserts(argv[2])
     elif len(argv) == 4 and argv[1] == "plot":
         plot(argv[2], argv[3])
     else:

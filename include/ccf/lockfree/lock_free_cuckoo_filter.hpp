@@ -272,6 +272,10 @@ class LockFreeCuckooFilter
     return {primary, level.addressing.alternate(primary, fp), fp};
   }
 
+  Location prefetch_both(const Level& level, const Location& at) const noexcept {
+    return detail::prefetch_both(LevelView{*this, level}, at);
+  }
+
   static bool holds(std::uint64_t word, std::uint32_t fp) noexcept {
     return Lanes::lanes_equal(Fingerprints::get(word), fp) != 0;
   }
@@ -308,7 +312,7 @@ class LockFreeCuckooFilter
     Location at;  // in the first level
   };
   StagedLookup stage_lookup(std::uint64_t hash) const noexcept {
-    return {hash, detail::prefetch_both(LevelView{*this, *first_}, locate(*first_, hash))};
+    return {hash, prefetch_both(*first_, locate(*first_, hash))};
   }
   bool finish_lookup(const StagedLookup& s) const {
     return in_level(*first_, s.at) || in_levels(first_->next_level(), s.hash);
@@ -331,7 +335,7 @@ class LockFreeCuckooFilter
 
   Status erase_hash(std::uint64_t hash) {
     for (Level* level = first_.get(); level != nullptr; level = level->next_level()) {
-      if (erase_in_level(*level, locate(*level, hash))) return Status::kOk;
+      if (erase_in_level(*level, prefetch_both(*level, locate(*level, hash)))) return Status::kOk;
     }
     return Status::kNotFound;
   }
@@ -367,9 +371,12 @@ class LockFreeCuckooFilter
 
   // ---- insert --------------------------------------------------------------------------
 
+  // The alternate bucket is prefetched: its miss overlaps the primary's, as in a lookup (whose
+  // two reads are independent loads anyway; an insert reads the alternate only after the
+  // primary's CAS, a locked instruction, so without the prefetch the misses come one by one).
   Status insert_hash(std::uint64_t hash) {
     Level* const level = last_.load(std::memory_order_acquire);
-    return insert_from(level, hash, locate(*level, hash));
+    return insert_from(level, hash, prefetch_both(*level, locate(*level, hash)));
   }
 
   // KeyApi's batched inserts: the staged location is the first level's, so a grown filter
