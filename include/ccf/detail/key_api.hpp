@@ -75,9 +75,8 @@ class KeyApi {
   // that finds room in one of its buckets costs no memory latency of its own. In a concurrent
   // filter each insert is linearizable on its own; the batch is not atomic.
   template <class Key>
-  std::size_t insert_many(std::span<const Key> keys) noexcept(noexcept(
-      std::declval<Filter&>().finish_insert(std::declval<Filter&>().stage_lookup(std::uint64_t{
-          0})))) {
+  std::size_t insert_many(std::span<const Key> keys) noexcept(
+      noexcept(std::declval<Filter&>().insert_hash(0))) {
     std::size_t stored = 0;
     detail::software_pipeline(
         keys.size(),
