@@ -164,6 +164,7 @@ int run_cli(int argc, char** argv) {
       ->add_option("--insert-batch", fc.insert_batch,
                    "construction inserts B keys per call through the filter's batched insert "
                    "(hash ahead and prefetch); 0: one insert per call")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 24))
       ->capture_default_str();
   filter->add_option("--seed", fc.seed, "seed of the key streams")->capture_default_str();
   filter_out.add_to(*filter);

@@ -69,6 +69,10 @@ TEST(Cli, BadArgumentsGetAMessageAndExitStatus2) {
       {{"run"}, "--structure is required"},
       {{"filter", "--structure", "std-set-rwlock"}, "not a filter"},
       {{"filter", "--structure", "cuckoo-filter", "--fp-bits", "7"}, "cannot build"},
+      {{"filter", "--structure", "cuckoo-filter", "--fill", "0"}, "--fill"},
+      {{"filter", "--structure", "cuckoo-filter", "--fill", "1.5"}, "--fill"},
+      {{"filter", "--structure", "cuckoo-filter", "--insert-batch", "99999999999"},
+       "--insert-batch"},
       {{"suite", "medium"}, "plan"},
       {{"suite", "quick", "--structures", "tbb-hash-map,nope"}, "unknown structure 'nope'"},
       {{"frobnicate"}, "frobnicate"},
@@ -94,6 +98,19 @@ TEST(Cli, WritesJsonToTheOutputFile) {
   EXPECT_EQ(j["dist"], "zipf:0.8");
   EXPECT_EQ(j["update_pct"], 10);
   std::filesystem::remove(path);
+}
+
+// --fill stops construction part way; --insert-batch builds through insert_many.
+TEST(Cli, FilterBuildsToTheRequestedFillInBatches) {
+  const Outcome o = run({"filter", "-s", "ccf-striped", "-n", "2", "--capacity", "65536", "--fill",
+                         "0.5", "--insert-batch", "100", "--format", "json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  EXPECT_EQ(j["insert_batch"], 100);
+  EXPECT_DOUBLE_EQ(j["fill"].get<double>(), 0.5);
+  EXPECT_FALSE(j["filled_to_failure"].get<bool>());
+  EXPECT_EQ(j["items"].get<std::size_t>(), j["slots"].get<std::size_t>() / 2);
+  EXPECT_EQ(j["false_negatives"], 0);
 }
 
 TEST(Cli, CsvHasHeaderAndOneRow) {
