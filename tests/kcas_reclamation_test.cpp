@@ -1,7 +1,7 @@
 // EpochDomain (lockfree/reclamation.hpp): what a guard protects, nesting, re-entrant deleters
-// (one retiring into the very bag being emptied keeps its grace period), hand-over of a finished
-// thread's limbo bags, drain, and a reader/writer stress run that AddressSanitizer checks for
-// use-after-free.
+// (one retiring into the very bag being emptied keeps its grace period; one retiring into a stale
+// bag only delays it), hand-over of a finished thread's limbo bags, drain, and a reader/writer
+// stress run that AddressSanitizer checks for use-after-free.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -181,6 +181,44 @@ TEST(EpochDomain, DeleterRetiringIntoTheBagBeingEmptiedKeepsItsGracePeriod) {
     EXPECT_EQ(context.early, 0) << "an object was freed before two advances (its deleter "
                                 << "advanced " << advances << " times)";
   }
+}
+
+// A deleter's retire never empties a bag (deleters do not nest, so one spare buffer per record
+// suffices): if its bag still holds an older epoch, the old items stay and take the later label,
+// which only delays them. Here reclaim() runs the deleter of bag 0 (epoch 3), which advances the
+// epoch to 7 and retires into bag 1, still holding epoch 1.
+TEST(EpochDomain, DeleterRetiringIntoAStaleBagDelaysItsItems) {
+  struct AdvanceTwiceThenRetire {
+    EpochDomain* domain;
+    Tracked* follower;
+    static void deleter(void* p) {
+      auto* self = static_cast<AdvanceTwiceThenRetire*>(p);
+      EXPECT_TRUE(self->domain->try_advance());
+      EXPECT_TRUE(self->domain->try_advance());
+      self->domain->retire(self->follower);
+      delete self;
+    }
+  };
+  std::atomic<int> live{0};
+  EpochDomain domain;
+  ASSERT_EQ(domain.epoch(), 1U);
+  domain.retire(new Tracked(live));  // bag 1, epoch 1
+  ASSERT_TRUE(domain.try_advance());
+  ASSERT_TRUE(domain.try_advance());
+  domain.retire(new AdvanceTwiceThenRetire{&domain, new Tracked(live)},
+                &AdvanceTwiceThenRetire::deleter);  // bag 0, epoch 3
+  ASSERT_TRUE(domain.try_advance());
+  ASSERT_TRUE(domain.try_advance());
+  domain.reclaim();  // epoch 5: bags 0 and 1 are due; bag 0 goes first
+  EXPECT_EQ(domain.epoch(), 7U);
+  EXPECT_EQ(live.load(), 2) << "bag 1 was emptied from inside a deleter, or its late item freed";
+  ASSERT_TRUE(domain.try_advance());
+  domain.reclaim();  // epoch 8: bag 1 (now epoch 7) is not due
+  EXPECT_EQ(live.load(), 2);
+  ASSERT_TRUE(domain.try_advance());
+  domain.reclaim();  // epoch 9
+  EXPECT_EQ(live.load(), 0);
+  EXPECT_EQ(domain.retired_count(), domain.reclaimed_count());
 }
 
 TEST(EpochDomain, FinishedThreadsBagsAreAdoptedAndReclaimed) {

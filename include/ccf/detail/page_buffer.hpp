@@ -93,4 +93,62 @@ class PageBuffer {
   bool huge_ = false;
 };
 
+// Address space reserved up front and committed piece by piece: a filter that grows by levels
+// reserves the range of every level it may ever have at construction (PROT_NONE: no memory,
+// no commit charge) and commits a level when it grows into it. Committing is idempotent
+// (mprotect + huge-page advice), so threads that race to grow all call it and none waits for
+// another or allocates a throw-away copy. Fresh pages read as zero; memory is used only as
+// pages are touched.
+class ReservedRegion {
+ public:
+  ReservedRegion() = default;
+  // Reserves `bytes`, starting on a 2 MiB boundary. Throws std::bad_alloc if the address
+  // space cannot be had.
+  explicit ReservedRegion(std::size_t bytes) {
+    if (bytes == 0) return;
+    size_ = bytes + PageBuffer::kHugePage;
+    mapping_ =
+        ::mmap(nullptr, size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mapping_ == MAP_FAILED) {
+      mapping_ = nullptr;
+      throw std::bad_alloc();
+    }
+    const auto raw = reinterpret_cast<std::uintptr_t>(mapping_);
+    base_ = reinterpret_cast<std::byte*>((raw + PageBuffer::kHugePage - 1) &
+                                         ~(std::uintptr_t{PageBuffer::kHugePage} - 1));
+  }
+  ReservedRegion(ReservedRegion&& other) noexcept { swap(other); }
+  ReservedRegion& operator=(ReservedRegion&& other) noexcept {
+    ReservedRegion(std::move(other)).swap(*this);
+    return *this;
+  }
+  ReservedRegion(const ReservedRegion&) = delete;
+  ReservedRegion& operator=(const ReservedRegion&) = delete;
+  ~ReservedRegion() {
+    if (mapping_ != nullptr) ::munmap(mapping_, size_);
+  }
+
+  void swap(ReservedRegion& other) noexcept {
+    std::swap(mapping_, other.mapping_);
+    std::swap(size_, other.size_);
+    std::swap(base_, other.base_);
+  }
+
+  std::byte* base() const noexcept { return base_; }
+
+  // Makes [offset, offset + bytes) readable and writable (offset page aligned). Safe to call
+  // from several threads at once and again on a committed range: it changes no contents.
+  // False if the system refuses the memory.
+  bool commit(std::size_t offset, std::size_t bytes) const noexcept {
+    if (::mprotect(base_ + offset, bytes, PROT_READ | PROT_WRITE) != 0) return false;
+    if (bytes >= PageBuffer::kHugePage) ::madvise(base_ + offset, bytes, MADV_HUGEPAGE);
+    return true;
+  }
+
+ private:
+  void* mapping_ = nullptr;
+  std::size_t size_ = 0;
+  std::byte* base_ = nullptr;
+};
+
 }  // namespace ccf::detail

@@ -23,7 +23,7 @@
 //   So bit 63 is reserved; bits 0..62 (kPayloadBits = 63) are the caller's. A filter bucket of
 //   4 x 12-bit fingerprints (48 bits) leaves 15 bits for its migration counter.
 //
-//   descriptor (64-byte aligned, recycled through per-thread free lists):
+//   descriptor (64-byte aligned, from per-thread pools, see "Memory" below):
 //     status        active -> succeeded | failed, decided once
 //     size, owner   n entries; the Kcas whose epoch domain reclaims it
 //     entries[0..n) {word, expected, desired}, sorted by word address
@@ -73,6 +73,16 @@
 // period the finalizer runs step 3 (a CAS that fails where someone else already replaced the
 // reference) and retires D again; after the second grace period D is freed. So every word a
 // Kcas operated on must outlive the Kcas, or drain() must run before the words go away.
+//
+// Memory. No operation allocates in the steady state (glibc's allocator takes locks: a preempted
+// holder would stall a lock-free operation). Each thread's descriptor pool is one block of
+// kPoolDescriptors, allocated at once on the thread's first K-CAS; a descriptor cycles within
+// its thread: made from the pool, retired, finalized and destroyed by the same thread (a thread
+// reclaims what it retired), back to the pool. The pool runs dry only when reclamation is held
+// back, i.e. a thread stalled inside an epoch guard; only then does a descriptor come from `new`
+// (KcasStats::descriptors_beyond_pool), and it is kept when freed (up to kMaxCachedDescriptors
+// per thread), so a later stall of the same length allocates nothing. The retire bags reserve
+// their capacity up front in the same way (reclamation.hpp).
 //
 // Reads see through descriptors: read() returns the logical value above and never helps, so a
 // reader writes nothing to shared words (a reference's status is read after the reference; if
@@ -124,6 +134,7 @@
 #include <initializer_list>
 #include <span>
 #include <stdexcept>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -201,10 +212,15 @@ struct KcasStats {
   std::atomic<std::uint64_t> kcas_early_failures{0};  // failed by the pre-read, no descriptor
   std::atomic<std::uint64_t> cas_calls{0};            // single-word cas (and 1-word K-CAS)
   std::atomic<std::uint64_t> cas_successes{0};
-  std::atomic<std::uint64_t> cas_over_descriptor{0};  // cas that needed a one-word descriptor
-  std::atomic<std::uint64_t> helps{0};                // descriptors of other operations helped
-  std::atomic<std::uint64_t> descriptors_allocated{0};
+  std::atomic<std::uint64_t> cas_over_descriptor{0};    // cas that needed a one-word descriptor
+  std::atomic<std::uint64_t> helps{0};                  // descriptors of other operations helped
+  std::atomic<std::uint64_t> descriptors_allocated{0};  // made, from a pool or not
   std::atomic<std::uint64_t> descriptors_freed{0};
+  // Made by `new` because this thread's pool was empty (reclamation held back by a stalled
+  // thread), or because the thread's pool is already gone (static destruction).
+  std::atomic<std::uint64_t> descriptors_beyond_pool{0};
+  // Of those, deleted when freed because the freeing thread's list was full.
+  std::atomic<std::uint64_t> descriptors_beyond_pool_deleted{0};
   std::atomic<std::uint64_t> words_finalized{0};  // finalization CASes that succeeded
 };
 
@@ -273,27 +289,67 @@ template <std::size_t MaxWords, class Stats, class Hook>
 class Kcas {
   static_assert(MaxWords >= 2 && MaxWords <= 64, "entry indices live in the 6 alignment bits");
 
+  struct DescriptorBlock;
+
   struct alignas(64) Descriptor {
     std::atomic<KcasStatus> status;
     std::uint32_t size;
     Kcas* owner;
-    Descriptor* next_free;  // link in a thread's free list
+    Descriptor* next_free;   // link in a thread's free list
+    DescriptorBlock* block;  // the pool block it lives in; nullptr: allocated on its own
     std::array<KcasEntry, MaxWords> entries;
   };
 
-  // Descriptors are recycled through a small per-thread free list: most are reclaimed by the
-  // thread that allocated them, and new/delete of a 64-byte-aligned block cost about a third of
-  // an uncontended K-CAS. Cached descriptors are poisoned for AddressSanitizer.
-  static constexpr unsigned kCachedDescriptors = 64;
+ public:
+  // A thread's pool: descriptors taken at once on its first K-CAS. In the steady state a thread
+  // has about 30 descriptors out per Kcas it uses (at most 31 measured, one thread):
+  // EpochDomain tries to advance every kRetiresPerAdvance (16) retires, each descriptor is
+  // retired twice (~8 per epoch) and freed some 4 epochs after its K-CAS. 512 =
+  // EpochDomain::kBagReserve (128) x 4 (3 bags + the one being emptied), what one domain's
+  // reserved bags hold: a margin of 16x for one Kcas, and room for about ten busy in one thread.
+  // 512 x 128 bytes (MaxWords <= 4) = 64 KiB per thread that runs K-CAS operations.
+  static constexpr std::uint32_t kPoolDescriptors = 512;
+  // The free list keeps descriptors allocated beyond the pool while it holds fewer than this.
+  static constexpr std::uint32_t kMaxCachedDescriptors = 4 * kPoolDescriptors;
+  // How often a thread whose pool is empty yields to the others before it allocates.
+  static constexpr unsigned kYieldsBeforeAllocating = 64;
 
+ private:
+  // One allocation: kPoolDescriptors descriptors and the count of those not yet released. A
+  // descriptor is released (never cached) when its owner thread's list is destroyed, when a
+  // thread other than its owner frees it (adopted limbo bags, drain()), or when no list is left
+  // (static destruction); the last release frees the block, so no thread keeps another's block
+  // alive and every block is freed once all its descriptors are.
+  struct DescriptorBlock {
+    std::atomic<std::uint32_t> outstanding{kPoolDescriptors};
+    std::array<Descriptor, kPoolDescriptors> descriptors;
+  };
+
+  // Gives d back for good: to its block, or to the allocator. d is unpoisoned.
+  static void release(Descriptor* d) noexcept {
+    DescriptorBlock* block = d->block;
+    if (block == nullptr) {
+      delete d;
+      return;
+    }
+    detail::poison(d, sizeof(Descriptor));  // dead until the whole block goes
+    // acq_rel: every use of the block's descriptors happens-before the delete.
+    if (block->outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      detail::unpoison(block, sizeof(DescriptorBlock));
+      delete block;
+    }
+  }
+
+  // A thread's descriptors: its pool block's and those allocated beyond it. Cached descriptors
+  // are poisoned for AddressSanitizer.
   class FreeList {
    public:
     FreeList() = default;
     FreeList(const FreeList&) = delete;
     FreeList& operator=(const FreeList&) = delete;
     ~FreeList() {
-      while (Descriptor* d = pop()) delete d;
-      closed() = true;  // a Kcas destroyed later in this thread (static storage) deletes
+      while (Descriptor* d = pop()) release(d);
+      closed() = true;  // a Kcas destroyed later in this thread (static storage) releases
     }
 
     // Set once this thread's list is destroyed; trivially destructible, so it stays readable.
@@ -302,6 +358,29 @@ class Kcas {
       return flag;
     }
 
+    // A descriptor for a new K-CAS; nullptr when the pool is empty. The thread's first call
+    // fills the pool (the one allocation; throws std::bad_alloc).
+    Descriptor* take() {
+      if (block_ == nullptr) [[unlikely]] {
+        block_ = new DescriptorBlock;
+        for (Descriptor& d : block_->descriptors) {
+          d.block = block_;
+          link(&d);
+        }
+      }
+      return pop();
+    }
+
+    // Keeps d if it is this thread's: from its block (always room: at most kPoolDescriptors of
+    // them) or allocated on its own (while the list holds < kMaxCachedDescriptors). false: the
+    // caller releases it.
+    bool push(Descriptor* d) noexcept {
+      if (d->block != nullptr ? d->block != block_ : size_ >= kMaxCachedDescriptors) return false;
+      link(d);
+      return true;
+    }
+
+   private:
     Descriptor* pop() noexcept {
       Descriptor* d = head_;
       if (d == nullptr) return nullptr;
@@ -311,18 +390,16 @@ class Kcas {
       return d;
     }
 
-    bool push(Descriptor* d) noexcept {
-      if (size_ == kCachedDescriptors) return false;
+    void link(Descriptor* d) noexcept {
       d->next_free = head_;
       head_ = d;
       ++size_;
       detail::poison(d, sizeof(Descriptor));
-      return true;
     }
 
-   private:
     Descriptor* head_ = nullptr;
-    unsigned size_ = 0;
+    std::uint32_t size_ = 0;
+    DescriptorBlock* block_ = nullptr;  // this thread's pool; released with the list
   };
 
   static FreeList* free_list() noexcept {
@@ -401,7 +478,7 @@ class Kcas {
         return false;
       }
     }
-    Descriptor* d = make_descriptor(KcasStatus::kActive, n, sorted);
+    Descriptor* d = make_descriptor(KcasStatus::kActive, n, sorted, /*pinned=*/false);
     bool succeeded = false;
     {
       const auto guard = domain_.pin();
@@ -423,6 +500,7 @@ class Kcas {
   std::size_t drain() { return domain_.drain(); }
 
   EpochDomain& domain() noexcept { return domain_; }
+  const EpochDomain& domain() const noexcept { return domain_; }
   const Stats& stats() const noexcept { return stats_; }
   Hook& hook() noexcept { return hook_; }
 
@@ -529,7 +607,8 @@ class Kcas {
         // (R): a decided descriptor gives way to a one-word descriptor born succeeded (no
         // thread ever helps it), not to a payload.
         if (fresh == nullptr) {
-          fresh = make_descriptor(KcasStatus::kSucceeded, 1, {KcasEntry{&word, expected, desired}});
+          fresh = make_descriptor(KcasStatus::kSucceeded, 1, {KcasEntry{&word, expected, desired}},
+                                  /*pinned=*/true);
         }
         if (word.raw_.compare_exchange_weak(content, reference(fresh, 0))) {  // (K6)
           published = true;
@@ -567,14 +646,24 @@ class Kcas {
     auto* d = static_cast<Descriptor*>(p);
     d->owner->count(&KcasStats::descriptors_freed);
     FreeList* list = free_list();
-    if (list == nullptr || !list->push(d)) delete d;
+    if (list != nullptr && list->push(d)) return;
+    if (d->block == nullptr) d->owner->count(&KcasStats::descriptors_beyond_pool_deleted);
+    release(d);
   }
 
+  // `pinned`: the caller is inside a guard of this domain (then it cannot wait for reclamation:
+  // it holds it back itself).
   Descriptor* make_descriptor(KcasStatus status, std::size_t size,
-                              const std::array<KcasEntry, MaxWords>& entries) {
+                              const std::array<KcasEntry, MaxWords>& entries, bool pinned) {
     FreeList* list = free_list();
-    Descriptor* d = list != nullptr ? list->pop() : nullptr;
-    if (d == nullptr) d = new Descriptor;
+    Descriptor* d = list != nullptr ? list->take() : nullptr;
+    if (d == nullptr && list != nullptr && !pinned) [[unlikely]]
+      d = take_after_yielding(*list);
+    if (d == nullptr) [[unlikely]] {
+      d = new Descriptor;  // the pool is empty: reclamation is held back by a stalled thread
+      d->block = nullptr;
+      count(&KcasStats::descriptors_beyond_pool);
+    }
     // Relaxed: no other thread can see d (recycled descriptors are past two grace periods);
     // the install CAS (K2) or (K6) publishes it.
     d->status.store(status, std::memory_order_relaxed);
@@ -583,6 +672,21 @@ class Kcas {
     d->entries = entries;
     count(&KcasStats::descriptors_allocated);
     return d;
+  }
+
+  // The pool is empty: reclamation is held back, nearly always by a thread preempted inside a
+  // guard (more threads than cores). Yielding lets it run and leave the guard; reclaiming after
+  // each yield refills the pool. Bounded, so no thread ever waits for a particular other
+  // (lock-freedom holds): after kYieldsBeforeAllocating the caller allocates instead. Without
+  // this, eight threads inserting on two cores had ~500,000 descriptors (64 MB) waiting.
+  Descriptor* take_after_yielding(FreeList& list) {
+    for (unsigned i = 0; i < kYieldsBeforeAllocating; ++i) {
+      std::this_thread::yield();
+      domain_.try_advance();
+      domain_.reclaim();
+      if (Descriptor* d = list.take()) return d;
+    }
+    return nullptr;
   }
 
   void hook(KcasHookPoint point, std::uint32_t index, bool helping, const Descriptor& d) {

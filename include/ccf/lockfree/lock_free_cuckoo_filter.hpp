@@ -1,75 +1,92 @@
-// LockFreeCuckooFilter: a lock-free concurrent cuckoo filter (seeds 000/001, "Lock-free
-// concurrent cuckoo filter", J. Software 2025): K-CAS moves, path discovery separated from
-// migration, migration counters for lookups. chtbench: lf-cuckoo-filter.
+// LockFreeCuckooFilter: a lock-free concurrent cuckoo filter after "Lock-free concurrent
+// cuckoo filter" (J. Software 2025): K-CAS moves, path discovery separated from migration,
+// removal counters for lookups, growth by levels. chtbench: lf-cuckoo-filter. The design, the
+// space figures and the full argument are in docs/lockfree.md.
 //
-// Bucket words. Each bucket is one KcasWord (kcas.hpp) of 63 payload bits:
+// Layout of one level (m * 2^k buckets of 4 slots of F bits):
 //
-//   bit: 62            4F  4F-1                 0
-//        | migration counter | fp3 | fp2 | fp1 | fp0 |      F = 12: 48 bits + 15-bit counter
+//   slot words  | fp fp fp fp fp | fp fp fp fp fp | ...   L = floor(63 / F) slots per K-CAS
+//               +----------------+----------------+       word (F = 12: 5, F = 8: 7, F = 4:
+//               bucket i = slots 4i .. 4i+3, slot s in word s / L, lane s % L    15); a bucket
+//                                                                       may straddle 2 words
+//   counters    | c0 | c1 | ... | c(S-1) |    S stripes (a power of two, about one per 128
+//                                            buckets); bucket i's stripe is i mod S
 //
-// A fingerprint of 0 marks an empty slot. The counter is raised on BOTH buckets by every
-// migration, Lamport style: both become max(source, target) + 1.
+// A fingerprint of 0 marks an empty slot. Bit 63 of every word is the K-CAS's (kcas.hpp).
+// A stripe's counter is raised by every write that REMOVES a fingerprint from one of its
+// buckets (an erase, or the source side of a migration), in the same K-CAS as the removal.
+// Writes that add a fingerprint (an insert) are one single-word CAS and raise nothing.
 //
 // Operations (no locks anywhere; a thread stopped at any point never blocks another):
-//   contains  read i1, i2, then i1, i2 again (Kcas::read: sees through in-flight K-CAS
-//             descriptors, writes nothing). Found in any read: present. Else, if either
-//             bucket's counter changed between its two reads, a migration may have carried
-//             the fingerprint past us: retry. Else absent. Why that suffices: let reads be
-//             r1(A) < r1(B) < r2(A) < r2(B). A present item missed by all four was in B at
-//             r1(A) and in A at r2(B), so it moved at least once in between; if no move fell
-//             in (r1(A), r2(A)) it was still in B at r1(B) and was seen. So a miss needs a
-//             move, which raises A's counter, between the two reads of A.
-//   insert    1. a free slot in i1 or i2: one single-word CAS (counter unchanged).
-//             2. both full: path DISCOVERY, breadth-first from both buckets without writing
-//                (detail/cuckoo_path.hpp); the path is kept as ONE integer: a start bit
-//                (i1 or i2) and 2 bits per slot index (CuckooPath::code).
-//             3. MIGRATION (Algorithm 3): decode the integer against the current table to get
-//                each step's source bucket, slot and target bucket; walk it BACKWARDS from the
-//                empty end: skip a step whose source is its target; re-read the target, and if
-//                it has no empty slot restart discovery; else one K-CAS moves the fingerprint
-//                (clear the source slot AND fill a target slot, both counters raised). A K-CAS
-//                that fails (someone changed either word) restarts discovery.
-//             4. back to 1: the root bucket now has room.
-//   erase     clear one copy with a single CAS; before reporting kNotFound, the same
-//             two-round counter check as contains.
+//   contains  for each level, from the newest (largest) to level 0: read the counters of
+//             both buckets' stripes, read both buckets, read the counters again. Found in a
+//             bucket: present. Not found and both counters unchanged: absent from this level.
+//             Else retry the level.
+//   insert    into the newest level: a free slot in i1 or i2 takes one CAS; else breadth-
+//             first path discovery that writes nothing (detail/cuckoo_path.hpp), then
+//             migration from the empty end backwards, one K-CAS per step (source slot
+//             cleared + source stripe's counter raised + target slot filled); a step whose
+//             target has no room or whose K-CAS loses a race restarts discovery. No path:
+//             the filter grows (if allowed) and the insert goes to the new level.
+//   erase     for each level from the newest to level 0: the first copy of the fingerprint
+//             in the key's two buckets is cleared by a K-CAS that also raises the stripe's
+//             counter; a level reports "none here" only after the counter check of contains.
 //
-// Why a K-CAS and not "copy to the target, then clear the source": between the two writes the
-// fingerprint would be in both buckets, and a concurrent erase of the item would clear one
-// copy and leave the other: the item would stay "present" after its erase.
+// Why no present item is missed (numbered for docs/lockfree.md, which has the whole proof):
+//   (1) A scan of one level that finds nothing with unchanged counters proves: no
+//       fingerprint left either bucket between the first and the second counter read, so any
+//       copy that was in a bucket when the counters were first read was still in its slot
+//       when the scan read that slot. Copies never move inside a bucket; a move between
+//       buckets is a removal. Counters are 63 bits: an unchanged value means no removal unless
+//       exactly a multiple of 2^63 removals hit one stripe during the scan (centuries).
+//   (2) Every write that can take a copy away from a reader is a removal: erase and the
+//       source of a migration, both K-CAS with the counter. An insert only adds.
+//   (3) Levels nest (detail/nested_addressing.hpp): keys that collide in level k (same
+//       fingerprint, same bucket pair) collide in every smaller level.
+//   (4) erase removes a copy from the NEWEST level that has one. A copy that belongs to
+//       another key z is then in z's pair of that level, so z collides with the erased key x
+//       there and in every older level; x's own copy lies in that level or an older one, and
+//       z can be charged to it: every live key keeps a copy it can be charged to, and a key's
+//       charged level only ever decreases.
+//   (5) contains and erase scan levels newest first, so a key whose charged copy moves to an
+//       older level during the scan is met again further down.
 //
-// Growth. When discovery finds no path, the filter appends a sub-filter of twice the buckets
-// (one CAS on the last level's `next` pointer; a loser frees its level and uses the winner's)
-// and inserts there. Lookups and erases consult every level in turn, so the false-positive
-// rate is the sum of the levels' (about 2b / 2^F per full level). With growth disabled an
-// insert that finds no path returns kFull and changes nothing. Levels are freed only with the
-// filter.
+// Precondition of erase, as for every cuckoo filter: the key was inserted (that insert
+// returned before erase was called) and not erased since. Erasing anything else removes
+// another key's fingerprint.
 //
-// Progress: contains is lock-free (it retries only when a migration completed in between);
-// insert and erase are lock-free (they retry only when another operation's CAS or K-CAS
-// succeeded). Memory: descriptors are reclaimed by epochs (reclamation.hpp); a stalled thread
-// delays reclamation, never progress.
+// Progress: contains retries a level only when a removal completed in one of its stripes;
+// insert and erase retry only when another operation's CAS or K-CAS succeeded: all lock-free.
+// Memory: K-CAS descriptors are recycled through per-thread pools and reclaimed by epochs
+// (reclamation.hpp); a stalled thread delays reclamation, never progress. Growth allocates
+// nothing: the address space of every level is reserved at construction
+// (detail/page_buffer.hpp, ReservedRegion) and growing commits the next level's pages, an
+// idempotent call that threads racing to grow all make (no thread waits, no level is built
+// twice). A level's pages are zero (empty) until touched.
 //
-// Space: a bucket costs 64 bits for 4 x 12-bit fingerprints (16 bits per slot, against 12 for
-// the sequential filter): the counter has to live in the word the K-CAS changes.
+// Space: 64 / L bits per slot (12.8 at F = 12, 9.14 at F = 8) plus 64 bits per stripe
+// (0.125 per slot); see docs/lockfree.md for measured bits per item.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <istream>
 #include <memory>
+#include <new>
 #include <ostream>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 
 #include "ccf/cuckoo_filter.hpp"
-#include "ccf/detail/addressing.hpp"
 #include "ccf/detail/bit_lanes.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/filter_format.hpp"
 #include "ccf/detail/key_api.hpp"
+#include "ccf/detail/nested_addressing.hpp"
 #include "ccf/detail/occupancy_api.hpp"
 #include "ccf/detail/packed_table.hpp"
 #include "ccf/detail/page_buffer.hpp"
@@ -80,6 +97,14 @@
 
 namespace ccf {
 
+// Where a lookup calls a test hook that has `void on_lookup(LookupHookPoint)` (tests use it
+// to run writes at exact points of a lookup of one level).
+enum class LookupHookPoint : std::uint8_t {
+  kAfterCounters,   // the two stripes' counters are read; no bucket yet
+  kBetweenBuckets,  // the primary bucket is read (and did not hold the fingerprint)
+  kBeforeRecheck,   // both buckets are read; the counters are about to be read again
+};
+
 template <unsigned FpBits = 12, class Stats = lockfree::NoKcasStats,
           class Hook = lockfree::NoKcasHook>
 class LockFreeCuckooFilter
@@ -89,90 +114,83 @@ class LockFreeCuckooFilter
   friend class detail::OccupancyApi<LockFreeCuckooFilter>;
 
  public:
-  static_assert(FpBits == 8 || FpBits == 12,
-                "a bucket word holds 4 fingerprints and a >= 15-bit counter: F = 8 or 12");
+  static_assert(FpBits == 4 || FpBits == 8 || FpBits == 12,
+                "lock-free fingerprints are 4, 8 or 12 bits (15, 7 or 5 per 63-bit word)");
   static constexpr unsigned kFpBits = FpBits;
   static constexpr unsigned kSlots = 4;
+  static constexpr unsigned kSlotsPerWord = lockfree::KcasWord::kPayloadBits / kFpBits;
   static constexpr unsigned kPathDepth = detail::kDefaultPathDepth<kSlots> + 1;
-  using Fingerprints = lockfree::KcasField<0, kFpBits * kSlots>;
-  using Counter = lockfree::KcasField<kFpBits * kSlots, 63 - kFpBits * kSlots>;
-  using kcas_type = lockfree::Kcas<2, Stats, Hook>;
+  // A grown filter has at most this many levels: m, 2m, ..., 128m buckets (255 m in all).
+  static constexpr unsigned kMaxLevels = 8;
+  // Source word, target word, source stripe's counter.
+  using kcas_type = lockfree::Kcas<3, Stats, Hook>;
 
   struct Options {
     FilterOptions filter{};
-    bool grow = true;  // append a larger sub-filter when full (else: kFull)
+    bool grow = true;  // add a level twice as large when full (else: kFull)
   };
 
+  // Throws std::invalid_argument for capacity 0, a max_load outside (0, 1] or a size beyond
+  // the 64 TiB table limit; std::bad_alloc if the memory cannot be had.
   explicit LockFreeCuckooFilter(std::size_t capacity, Options options = {}, Hook hook = {})
-      : first_(
-            std::make_unique<Level>(detail::checked_bucket_count<Level>(capacity, options.filter))),
-        last_(first_.get()),
-        seed_(options.filter.seed),
-        grow_(options.grow),
-        kcas_(std::move(hook)) {}
+      : LockFreeCuckooFilter(detail::checked_bucket_count<LevelShape>(capacity, options.filter),
+                             capacity, options, std::move(hook)) {}
 
   ~LockFreeCuckooFilter() {
-    kcas_.drain();  // descriptors still refer to bucket words: settle them first
-    Level* level = first_->next.exchange(nullptr);
-    while (level != nullptr) {
-      std::unique_ptr<Level> owned(level);
-      level = owned->next.exchange(nullptr);
-    }
+    kcas_.drain();  // descriptors still refer to words: settle them while the words exist
   }
   LockFreeCuckooFilter(const LockFreeCuckooFilter&) = delete;
   LockFreeCuckooFilter& operator=(const LockFreeCuckooFilter&) = delete;
 
-  // insert, contains, erase of integer and byte-string keys: detail/key_api.hpp.
+  // insert, contains, erase, contains_many, insert_many: detail/key_api.hpp.
 
   std::size_t size() const noexcept { return static_cast<std::size_t>(items_.value()); }
+  // Slots in the levels grown so far.
   std::size_t capacity() const noexcept {
     std::size_t slots = 0;
-    for (const Level* level = first_.get(); level != nullptr; level = level->next_level()) {
-      slots += level->buckets * kSlots;
-    }
+    for (unsigned k = 0; k < levels(); ++k) slots += levels_[k].buckets * kSlots;
     return slots;
   }
-  std::size_t levels() const noexcept {
-    std::size_t count = 0;
-    for (const Level* level = first_.get(); level != nullptr; level = level->next_level()) {
-      ++count;
-    }
-    return count;
-  }
-  // load_factor(), bits_per_item(): detail/occupancy_api.hpp.
-  std::size_t memory_bytes() const noexcept { return capacity() / kSlots * 8 + sizeof(*this); }
+  std::size_t requested_capacity() const noexcept { return requested_capacity_; }
+  std::size_t levels() const noexcept { return published_.load(std::memory_order_acquire); }
+  // The levels this filter may grow to (1 when growth is off).
+  std::size_t max_levels() const noexcept { return reserved_levels_; }
+  std::uint64_t seed() const noexcept { return seed_; }
+  // load_factor(), bits_per_item(): detail/occupancy_api.hpp (slot words and counters).
+  std::size_t memory_bytes() const noexcept { return table_bits() / 8 + sizeof(*this); }
   std::string shape() const {
     return "lock-free " + std::to_string(kFpBits) + "-bit fingerprints, 4 slots/bucket, " +
            std::to_string(levels()) + " level(s)";
   }
 
   // ---- persistence: the sequential filter's format (detail/filter_format.hpp) -----------
-  // The file holds the fingerprints exactly as CuckooFilter<PackedTable<F, 4>> does (counters
-  // are not saved: they only matter to operations in flight), so files move freely between
-  // the sequential, striped and lock-free filters.
+  // The file holds level 0's fingerprints exactly as CuckooFilter<PackedTable<F, 4>> does
+  // (counters are not saved: they matter only to operations in flight), so files move freely
+  // between the sequential, striped and lock-free filters.
 
   using FileTable = PackedTable<kFpBits, kSlots>;
 
   // Not concurrent with writers. A grown filter (several levels) has no single-table form in
-  // format version 1: std::logic_error.
+  // format version 1: std::logic_error, and nothing is written.
   void save(std::ostream& out) const {
     if (levels() != 1) {
       throw std::logic_error("a lock-free filter that has grown to " + std::to_string(levels()) +
                              " levels cannot be saved in cuckoo filter format version 1");
     }
-    FileTable staging(first_->buckets);
-    for (std::uint64_t bucket = 0; bucket < first_->buckets; ++bucket) {
-      const std::uint64_t word = read(*first_, bucket);
+    const Level& level = levels_[0];
+    FileTable staging(level.buckets);
+    for (std::uint64_t bucket = 0; bucket < level.buckets; ++bucket) {
+      const std::uint64_t bits = bucket_bits(level, bucket);
       for (unsigned slot = 0; slot < kSlots; ++slot) {
-        if (const std::uint32_t fp = Lanes::get(word, slot)) staging.try_insert(bucket, fp);
+        if (const std::uint32_t fp = BucketLanes::get(bits, slot)) staging.try_insert(bucket, fp);
       }
     }
     detail::FilterHeader h = detail::shape_of<FileTable>();
-    h.buckets = first_->buckets;
+    h.buckets = level.buckets;
     h.capacity = requested_capacity_;
     h.items = size();
     h.seed = seed_;
-    h.max_kicks = FilterOptions{}.max_kicks;
+    h.max_kicks = max_kicks_;
     h.payload_bytes = staging.payload().size();
     detail::write_filter(out, h, staging.payload());
   }
@@ -184,15 +202,19 @@ class LockFreeCuckooFilter
     const detail::FilterHeader h = detail::HeaderCodec::read(in);
     const FileTable staging = detail::read_table<FileTable>(h, in);
     options.filter.seed = h.seed;
+    options.filter.max_kicks = h.max_kicks;
     std::unique_ptr<LockFreeCuckooFilter> filter(
         new LockFreeCuckooFilter(h.buckets, h.capacity, options, std::move(hook)));
-    Level& level = *filter->first_;
+    Level& level = filter->levels_[0];
     for (std::uint64_t bucket = 0; bucket < h.buckets; ++bucket) {
-      std::uint64_t fps = 0;
       for (unsigned slot = 0; slot < kSlots; ++slot) {
-        fps = Lanes::set(fps, slot, staging.read(bucket, slot));
+        const std::uint32_t fp = staging.read(bucket, slot);
+        if (fp == 0) continue;
+        const SlotRef at = slot_ref(bucket, slot);
+        lockfree::KcasWord& word = level.words[at.word];
+        const std::uint64_t value = filter->kcas_.read(word);  // not yet shared
+        filter->kcas_.cas(word, value, WordLanes::set(value, at.lane, fp));
       }
-      if (fps != 0) filter->kcas_.cas(level.words[bucket], 0, fps);  // not yet shared
     }
     filter->items_.add(static_cast<std::int64_t>(h.items - (h.victim_used ? 1 : 0)));
     if (h.victim_used) {
@@ -215,33 +237,49 @@ class LockFreeCuckooFilter
   const kcas_type& kcas() const noexcept { return kcas_; }
 
  private:
-  // One 64-bit word per bucket.
-  std::size_t table_bits() const noexcept { return 64 * (capacity() / kSlots); }
+  using WordLanes = detail::BitLanes<kFpBits, kSlotsPerWord>;
+  using BucketLanes = detail::BitLanes<kFpBits, kSlots>;
+  using Addressing = detail::NestedAddressing<kFpBits>;
+  static constexpr unsigned kBucketsPerStripe = 128;
+  static constexpr std::uint64_t kMaxStripes = 16384;
 
-  using Lanes = detail::BitLanes<kFpBits, kSlots>;
-
-  // One sub-filter: a table of bucket words (on huge pages where the kernel allows, as the
-  // other filters' tables: a lookup then costs cache misses but no page walks) and its
-  // addressing.
-  struct Level {
+  // What checked_bucket_count needs to size level 0.
+  struct LevelShape {
     static constexpr unsigned kSlots = LockFreeCuckooFilter::kSlots;
-    static constexpr std::size_t payload_bytes(std::size_t buckets) noexcept { return buckets * 8; }
-    explicit Level(std::uint64_t bucket_count)
-        : buckets(bucket_count),
-          storage(payload_bytes(bucket_count)),
-          words(reinterpret_cast<lockfree::KcasWord*>(storage.data())),
-          addressing(bucket_count) {
-      std::uninitialized_default_construct_n(words, bucket_count);  // empty buckets
+    static constexpr std::size_t payload_bytes(std::size_t buckets) noexcept {
+      return (buckets * kSlots + kSlotsPerWord - 1) / kSlotsPerWord * 8;
     }
-    Level* next_level() const noexcept { return next.load(std::memory_order_acquire); }
+  };
 
-    const std::uint64_t buckets;
-    detail::PageBuffer storage;
-    lockfree::KcasWord* const words;  // in storage; trivially destructible
-    const detail::Addressing<kFpBits> addressing;
-    // Set once, by CAS, when the filter grows; release/acquire publish the new level's
-    // construction to the threads that follow the pointer.
-    std::atomic<Level*> next{nullptr};
+  // One level: slot words and stripe counters, both in the filter's reserved region.
+  struct Level {
+    std::uint64_t buckets = 0;
+    std::size_t offset = 0;  // of the level's range in the region
+    std::size_t words_bytes = 0;
+    std::size_t counters_bytes = 0;
+    std::size_t range_bytes = 0;  // the committed range: the above, page rounded
+    std::uint64_t stripe_mask = 0;
+    lockfree::KcasWord* words = nullptr;
+    lockfree::KcasWord* counters = nullptr;
+    Addressing addressing{1, 0};
+
+    std::size_t used_bytes() const noexcept { return words_bytes + counters_bytes; }
+  };
+
+  // Slot `slot` of `bucket`: its word and lane.
+  struct SlotRef {
+    std::uint64_t word;
+    unsigned lane;
+  };
+  static SlotRef slot_ref(std::uint64_t bucket, unsigned slot) noexcept {
+    const std::uint64_t index = bucket * kSlots + slot;
+    return {index / kSlotsPerWord, static_cast<unsigned>(index % kSlotsPerWord)};
+  }
+
+  struct Location {
+    std::uint64_t primary;
+    std::uint64_t alternate;
+    std::uint32_t fp;
   };
 
   // The table interface find_cuckoo_path reads through (never writes).
@@ -250,25 +288,104 @@ class LockFreeCuckooFilter
     const LockFreeCuckooFilter& filter;
     const Level& level;
     std::uint32_t read(std::uint64_t bucket, unsigned slot) const {
-      return Lanes::get(filter.kcas_.read(level.words[bucket]), slot);
+      return BucketLanes::get(filter.bucket_bits(level, bucket), slot);
     }
     bool has_empty(std::uint64_t bucket) const {
-      return Lanes::zero_lanes(Fingerprints::get(filter.kcas_.read(level.words[bucket]))) != 0;
+      return BucketLanes::zero_lanes(filter.bucket_bits(level, bucket)) != 0;
     }
-    void prefetch(std::uint64_t bucket) const { __builtin_prefetch(&level.words[bucket]); }
+    void prefetch(std::uint64_t bucket) const { filter.prefetch(level, bucket); }
   };
 
-  struct Location {
-    std::uint64_t primary;
-    std::uint64_t alternate;
-    std::uint32_t fp;
-  };
+  LockFreeCuckooFilter(std::uint64_t buckets, std::size_t capacity, const Options& options,
+                       Hook hook)
+      : requested_capacity_(capacity),
+        seed_(options.filter.seed),
+        max_kicks_(options.filter.max_kicks),
+        grow_(options.grow),
+        kcas_(std::move(hook)) {
+    lay_out(buckets);
+    if (!region_.commit(levels_[0].offset, levels_[0].range_bytes)) throw std::bad_alloc();
+  }
 
-  std::uint64_t seed() const noexcept { return seed_; }
+  // Places every level this filter may grow to in one reserved range: as many levels as
+  // growth allows and the 64 TiB table limit admits.
+  void lay_out(std::uint64_t base_buckets) {
+    const unsigned wanted = grow_ ? kMaxLevels : 1;
+    std::size_t offset = 0;
+    for (unsigned k = 0; k < wanted; ++k) {
+      Level& level = levels_[k];
+      level.buckets = base_buckets << k;
+      const std::uint64_t words = (level.buckets * kSlots + kSlotsPerWord - 1) / kSlotsPerWord;
+      // One word past the last: a bucket read always loads two words (no branch).
+      level.words_bytes = (words + 1) * 8;
+      const std::uint64_t stripes =
+          std::min(kMaxStripes,
+                   std::bit_floor(std::max<std::uint64_t>(1, level.buckets / kBucketsPerStripe)));
+      level.stripe_mask = stripes - 1;
+      level.counters_bytes = stripes * 8;
+      const std::size_t alignment = level.used_bytes() >= detail::PageBuffer::kHugePage
+                                        ? detail::PageBuffer::kHugePage
+                                        : 4096;
+      level.range_bytes = (level.used_bytes() + alignment - 1) / alignment * alignment;
+      offset = (offset + alignment - 1) / alignment * alignment;
+      if (k > 0 && offset + level.range_bytes > detail::kMaxTableBytes) break;
+      level.offset = offset;
+      level.addressing = Addressing(base_buckets, k);
+      offset += level.range_bytes;
+      reserved_levels_ = k + 1;
+    }
+    region_ = detail::ReservedRegion(offset);
+    for (unsigned k = 0; k < reserved_levels_; ++k) {
+      Level& level = levels_[k];
+      // The pages read as zero: every word is an empty payload, every counter 0.
+      level.words = reinterpret_cast<lockfree::KcasWord*>(region_.base() + level.offset);
+      level.counters =
+          reinterpret_cast<lockfree::KcasWord*>(region_.base() + level.offset + level.words_bytes);
+    }
+  }
+
+  // Bits of slot words and counters in the levels grown so far.
+  std::size_t table_bits() const noexcept {
+    std::size_t bytes = 0;
+    for (unsigned k = 0; k < levels(); ++k) bytes += levels_[k].used_bytes();
+    return bytes * 8;
+  }
+
+  // ---- reading -------------------------------------------------------------------------
+
+  // The four slots of `bucket` as BucketLanes. The two words are read one after the other
+  // (not atomically together): the scan's argument (1) is per slot.
+  [[gnu::always_inline]] std::uint64_t bucket_bits(const Level& level, std::uint64_t bucket) const {
+    const SlotRef first = slot_ref(bucket, 0);
+    const std::uint64_t low = kcas_.read(level.words[first.word]);
+    const std::uint64_t high = kcas_.read(level.words[first.word + 1]);
+    return ((low >> (first.lane * kFpBits)) | (high << ((kSlotsPerWord - first.lane) * kFpBits))) &
+           BucketLanes::kAllMask;
+  }
+
+  void prefetch(const Level& level, std::uint64_t bucket) const noexcept {
+    const std::uint64_t word = slot_ref(bucket, 0).word;
+    __builtin_prefetch(&level.words[word]);
+    __builtin_prefetch(&level.words[word + 1]);
+  }
+
+  static bool holds(std::uint64_t bits, std::uint32_t fp) noexcept {
+    return BucketLanes::lanes_equal(bits, fp) != 0;
+  }
+
+  std::uint64_t counter(const Level& level, std::uint64_t bucket) const {
+    return kcas_.read(level.counters[bucket & level.stripe_mask]);
+  }
+
+  void lookup_hook(LookupHookPoint point) const {
+    if constexpr (requires(Hook & h, LookupHookPoint p) { h.on_lookup(p); }) {
+      kcas_.hook().on_lookup(point);
+    }
+  }
 
   static Location locate(const Level& level, std::uint64_t hash) noexcept {
     const std::uint64_t primary = level.addressing.index(hash);
-    const std::uint32_t fp = level.addressing.fingerprint(hash);
+    const std::uint32_t fp = Addressing::fingerprint(hash);
     return {primary, level.addressing.alternate(primary, fp), fp};
   }
 
@@ -276,56 +393,48 @@ class LockFreeCuckooFilter
     return detail::prefetch_both(LevelView{*this, level}, at);
   }
 
-  static bool holds(std::uint64_t word, std::uint32_t fp) noexcept {
-    return Lanes::lanes_equal(Fingerprints::get(word), fp) != 0;
-  }
-
-  std::uint64_t read(const Level& level, std::uint64_t bucket) const {
-    return kcas_.read(level.words[bucket]);
-  }
-
-  LockFreeCuckooFilter(std::uint64_t buckets, std::size_t capacity, const Options& options,
-                       Hook hook)
-      : first_(std::make_unique<Level>(buckets)),
-        last_(first_.get()),
-        requested_capacity_(capacity),
-        seed_(options.filter.seed),
-        grow_(options.grow),
-        kcas_(std::move(hook)) {}
+  // The newest level (the one inserts go to, and scans start from).
+  unsigned top() const noexcept { return published_.load(std::memory_order_acquire) - 1; }
 
   // ---- lookups -------------------------------------------------------------------------
 
-  bool contains_hash(std::uint64_t hash) const { return in_levels(first_.get(), hash); }
+  bool contains_hash(std::uint64_t hash) const { return in_levels_below(top() + 1, hash); }
 
-  // Whether `level` or a level after it holds the hash's fingerprint.
-  bool in_levels(const Level* level, std::uint64_t hash) const {
-    for (; level != nullptr; level = level->next_level()) {
-      if (in_level(*level, locate(*level, hash))) return true;
+  // Whether one of the levels below `end` holds the hash's fingerprint, newest first (5).
+  bool in_levels_below(unsigned end, std::uint64_t hash) const {
+    for (unsigned k = end; k-- > 0;) {
+      if (in_level(levels_[k], locate(levels_[k], hash))) return true;
     }
     return false;
   }
 
-  // KeyApi's batched lookups (and inserts: finish_insert): the first level's two bucket words
-  // are prefetched; the levels a grown filter added are probed when the first misses.
+  // KeyApi's batched lookups and inserts: the newest level's buckets are prefetched; the
+  // older levels of a grown filter are probed when it misses.
   struct StagedLookup {
     std::uint64_t hash;
-    Location at;  // in the first level
+    unsigned level;
+    Location at;  // in that level
   };
   StagedLookup stage_lookup(std::uint64_t hash) const noexcept {
-    return {hash, prefetch_both(*first_, locate(*first_, hash))};
+    const unsigned k = top();
+    return {hash, k, prefetch_both(levels_[k], locate(levels_[k], hash))};
   }
   bool finish_lookup(const StagedLookup& s) const {
-    return in_level(*first_, s.at) || in_levels(first_->next_level(), s.hash);
+    return in_level(levels_[s.level], s.at) || in_levels_below(s.level, s.hash);
   }
 
-  // The two-round scan of the header comment.
+  // The scan of one level: (1) of the header.
   bool in_level(const Level& level, const Location& at) const {
     for (;;) {
-      const std::uint64_t a1 = read(level, at.primary), b1 = read(level, at.alternate);
-      if (holds(a1, at.fp) || holds(b1, at.fp)) return true;
-      const std::uint64_t a2 = read(level, at.primary), b2 = read(level, at.alternate);
-      if (holds(a2, at.fp) || holds(b2, at.fp)) return true;
-      if (Counter::get(a1) == Counter::get(a2) && Counter::get(b1) == Counter::get(b2)) {
+      const std::uint64_t before_primary = counter(level, at.primary);
+      const std::uint64_t before_alternate = counter(level, at.alternate);
+      lookup_hook(LookupHookPoint::kAfterCounters);
+      if (holds(bucket_bits(level, at.primary), at.fp)) return true;
+      lookup_hook(LookupHookPoint::kBetweenBuckets);
+      if (holds(bucket_bits(level, at.alternate), at.fp)) return true;
+      lookup_hook(LookupHookPoint::kBeforeRecheck);
+      if (counter(level, at.primary) == before_primary &&
+          counter(level, at.alternate) == before_alternate) {
         return false;
       }
     }
@@ -333,164 +442,187 @@ class LockFreeCuckooFilter
 
   // ---- erase ---------------------------------------------------------------------------
 
+  // (4): the newest level that holds the fingerprint gives up one copy.
   Status erase_hash(std::uint64_t hash) {
-    for (Level* level = first_.get(); level != nullptr; level = level->next_level()) {
-      if (erase_in_level(*level, prefetch_both(*level, locate(*level, hash)))) return Status::kOk;
+    for (unsigned k = top() + 1; k-- > 0;) {
+      Level& level = levels_[k];
+      if (erase_in_level(level, prefetch_both(level, locate(level, hash)))) return Status::kOk;
     }
     return Status::kNotFound;
   }
 
-  // Clears one copy with one CAS. Reports absence only after the two-round scan of contains
-  // saw no fingerprint and no migration in between.
+  // Clears the first copy in the primary, else the alternate bucket, raising the stripe's
+  // counter in the same K-CAS. Reports absence only after the counter check of in_level.
   bool erase_in_level(Level& level, const Location& at) {
-    const std::uint64_t buckets[2] = {at.primary, at.alternate};
     for (;;) {
-      std::uint64_t first_round[2] = {0, 0};
+      const std::uint64_t before_primary = counter(level, at.primary);
+      const std::uint64_t before_alternate = counter(level, at.alternate);
       bool raced = false;
-      for (int round = 0; round < 2 && !raced; ++round) {
-        for (int k = 0; k < 2 && !raced; ++k) {
-          const std::uint64_t word = read(level, buckets[k]);
-          const std::uint64_t fps = Fingerprints::get(word);
-          if (const std::uint64_t match = Lanes::lanes_equal(fps, at.fp)) {
-            const std::uint64_t cleared = Lanes::set(fps, Lanes::first_flagged_lane(match), 0);
-            if (kcas_.cas(level.words[buckets[k]], word, Fingerprints::set(word, cleared))) {
-              items_.add(-1);
-              return true;
-            }
-            raced = true;  // the word changed under us
-          } else if (round == 0) {
-            first_round[k] = Counter::get(word);
-          } else {
-            raced = Counter::get(word) != first_round[k];
-          }
+      for (const std::uint64_t bucket : {at.primary, at.alternate}) {
+        const std::uint64_t match = BucketLanes::lanes_equal(bucket_bits(level, bucket), at.fp);
+        if (match == 0) continue;
+        if (remove(level, bucket, BucketLanes::first_flagged_lane(match), at.fp)) {
+          items_.add(-1);
+          return true;
         }
+        raced = true;  // the slot or the stripe changed under us
+        break;
       }
-      if (!raced) return false;
+      if (!raced && counter(level, at.primary) == before_primary &&
+          counter(level, at.alternate) == before_alternate) {
+        return false;
+      }
     }
+  }
+
+  // One K-CAS: slot `slot` of `bucket` holds fp -> 0, and its stripe's counter + 1.
+  bool remove(Level& level, std::uint64_t bucket, unsigned slot, std::uint32_t fp) {
+    const SlotRef at = slot_ref(bucket, slot);
+    lockfree::KcasWord& word = level.words[at.word];
+    lockfree::KcasWord& stripe = level.counters[bucket & level.stripe_mask];
+    const std::uint64_t value = kcas_.read(word);
+    const std::uint64_t count = kcas_.read(stripe);
+    if (WordLanes::get(value, at.lane) != fp) return false;
+    return kcas_.compare_exchange(
+        {{&word, value, WordLanes::set(value, at.lane, 0)}, {&stripe, count, next_count(count)}});
+  }
+
+  static std::uint64_t next_count(std::uint64_t count) noexcept {
+    return (count + 1) & lockfree::KcasWord::kPayloadMask;
   }
 
   // ---- insert --------------------------------------------------------------------------
 
-  // The alternate bucket is prefetched: its miss overlaps the primary's, as in a lookup (whose
-  // two reads are independent loads anyway; an insert reads the alternate only after the
-  // primary's CAS, a locked instruction, so without the prefetch the misses come one by one).
   Status insert_hash(std::uint64_t hash) {
-    Level* const level = last_.load(std::memory_order_acquire);
-    return insert_from(level, hash, prefetch_both(*level, locate(*level, hash)));
+    const unsigned k = top();
+    return insert_from(k, hash, prefetch_both(levels_[k], locate(levels_[k], hash)));
   }
 
-  // KeyApi's batched inserts: the staged location is the first level's, so a grown filter
-  // locates the key again in its last level.
+  // KeyApi's batched inserts: a filter that grew since staging locates the key again.
   Status finish_insert(const StagedLookup& s) {
-    Level* const level = last_.load(std::memory_order_acquire);
-    return insert_from(level, s.hash, level == first_.get() ? s.at : locate(*level, s.hash));
+    const unsigned k = top();
+    return insert_from(k, s.hash, k == s.level ? s.at : locate(levels_[k], s.hash));
   }
 
-  // Inserts into `level` (at its location `at`), growing the filter when it is full.
-  Status insert_from(Level* level, std::uint64_t hash, Location at) {
+  // Inserts into level k (at its location `at`), growing the filter when it is full.
+  Status insert_from(unsigned k, std::uint64_t hash, Location at) {
     for (;;) {
-      if (insert_in_level(*level, at)) {
+      if (insert_in_level(levels_[k], at)) {
         items_.add(1);
         return Status::kOk;
       }
-      if (!grow_) return Status::kFull;
-      level = grow(*level);
-      if (level == nullptr) return Status::kFull;
-      at = locate(*level, hash);
+      if (!grow_ || !grow_past(k)) return Status::kFull;
+      k = top();
+      at = locate(levels_[k], hash);
     }
   }
 
   // False when no cuckoo path exists within the search depth: the level is full for this item.
   bool insert_in_level(Level& level, const Location& at) {
     for (;;) {
-      for (const std::uint64_t bucket : {at.primary, at.alternate}) {
-        const std::uint64_t word = read(level, bucket);
-        const std::uint64_t empty = Lanes::zero_lanes(Fingerprints::get(word));
-        if (empty == 0) continue;
-        const std::uint64_t filled =
-            Lanes::set(Fingerprints::get(word), Lanes::first_flagged_lane(empty), at.fp);
-        if (kcas_.cas(level.words[bucket], word, Fingerprints::set(word, filled))) return true;
-      }
-      if (read_has_room(level, at)) continue;  // a slot opened meanwhile: try the CAS again
+      if (place(level, at.primary, at.fp) || place(level, at.alternate, at.fp)) return true;
+      const LevelView view{*this, level};
+      if (view.has_empty(at.primary) || view.has_empty(at.alternate)) continue;
       detail::CuckooPath<kSlots, kPathDepth> path;
-      if (!detail::find_cuckoo_path(LevelView{*this, level}, level.addressing, at.primary,
-                                    at.alternate, path)) {
+      if (!detail::find_cuckoo_path(view, level.addressing, at.primary, at.alternate, path)) {
         return false;
       }
       if (!migrate(level, at, path.code, path.length)) restarts_.add(1);
     }
   }
 
-  bool read_has_room(const Level& level, const Location& at) const {
-    return Lanes::zero_lanes(Fingerprints::get(read(level, at.primary))) != 0 ||
-           Lanes::zero_lanes(Fingerprints::get(read(level, at.alternate))) != 0;
+  // One CAS into a free slot of `bucket`; false if it has none. Retries a lost CAS.
+  bool place(Level& level, std::uint64_t bucket, std::uint32_t fp) {
+    for (;;) {
+      const std::uint64_t empty = BucketLanes::zero_lanes(bucket_bits(level, bucket));
+      if (empty == 0) return false;
+      const SlotRef at = slot_ref(bucket, BucketLanes::first_flagged_lane(empty));
+      lockfree::KcasWord& word = level.words[at.word];
+      const std::uint64_t value = kcas_.read(word);
+      if (WordLanes::get(value, at.lane) == 0 &&
+          kcas_.cas(word, value, WordLanes::set(value, at.lane, fp))) {
+        return true;
+      }
+    }
   }
 
-  // Algorithm 3: decode the compressed path against the current table, then move fingerprints
-  // from the empty end back to the root, one K-CAS per step. False: restart discovery.
+  // Decodes the compressed path against the current table, then moves fingerprints from the
+  // empty end back to the root, one K-CAS per step. False: restart discovery.
   bool migrate(Level& level, const Location& at, std::uint32_t code, unsigned length) {
     using Path = detail::CuckooPath<kSlots, kPathDepth>;
     std::uint64_t buckets[kPathDepth + 1];
     buckets[0] = (code & 1) ? at.alternate : at.primary;
     for (unsigned step = 0; step + 1 < length; ++step) {
-      const std::uint32_t fp = Lanes::get(read(level, buckets[step]), Path::slot_in(code, step));
+      const std::uint32_t fp =
+          BucketLanes::get(bucket_bits(level, buckets[step]), Path::slot_in(code, step));
       if (fp == 0) return false;  // the path changed under us
       buckets[step + 1] = level.addressing.alternate(buckets[step], fp);
     }
     for (unsigned step = length - 1; step > 0; --step) {
       const std::uint64_t source = buckets[step - 1], target = buckets[step];
       if (source == target) continue;
-      const unsigned slot = Path::slot_in(code, step - 1);
-      const std::uint64_t from = read(level, source), to = read(level, target);
-      const std::uint32_t fp = Lanes::get(Fingerprints::get(from), slot);
-      const std::uint64_t room = Lanes::zero_lanes(Fingerprints::get(to));
-      // The fingerprint must still lead to the target (same fingerprint, same alternate).
-      if (fp == 0 || room == 0 || level.addressing.alternate(source, fp) != target) return false;
-      const std::uint64_t clock = std::max(Counter::get(from), Counter::get(to)) + 1;
-      const std::uint64_t new_from = Counter::set(
-          Fingerprints::set(from, Lanes::set(Fingerprints::get(from), slot, 0)), clock);
-      const std::uint64_t new_to = Counter::set(
-          Fingerprints::set(to,
-                            Lanes::set(Fingerprints::get(to), Lanes::first_flagged_lane(room), fp)),
-          clock);
-      kcas_operations_.add(1);
-      if (!kcas_.compare_exchange(
-              {{&level.words[source], from, new_from}, {&level.words[target], to, new_to}})) {
-        return false;
-      }
+      if (!move(level, source, Path::slot_in(code, step - 1), target)) return false;
       migrations_.add(1);
     }
     return true;
   }
 
-  // Appends (or finds) the level after `full`; nullptr if it cannot be allocated.
-  Level* grow(Level& full) {
-    Level* next = full.next_level();
-    if (next == nullptr) {
-      std::unique_ptr<Level> fresh;
-      try {
-        fresh = std::make_unique<Level>(full.buckets * 2);
-      } catch (const std::bad_alloc&) {
-        return nullptr;
-      }
-      // Release: the new level's words and addressing are visible to whoever follows `next`.
-      if (full.next.compare_exchange_strong(next, fresh.get(), std::memory_order_release,
-                                            std::memory_order_acquire)) {
-        next = fresh.release();
-      }
+  // One K-CAS: the fingerprint in `slot` of `source` goes to a free slot of `target` (its
+  // alternate), and the source stripe's counter is raised (2).
+  bool move(Level& level, std::uint64_t source, unsigned slot, std::uint64_t target) {
+    const std::uint64_t room = BucketLanes::zero_lanes(bucket_bits(level, target));
+    if (room == 0) return false;
+    const SlotRef from = slot_ref(source, slot);
+    const SlotRef to = slot_ref(target, BucketLanes::first_flagged_lane(room));
+    lockfree::KcasWord& from_word = level.words[from.word];
+    lockfree::KcasWord& to_word = level.words[to.word];
+    lockfree::KcasWord& stripe = level.counters[source & level.stripe_mask];
+    const std::uint64_t from_value = kcas_.read(from_word);
+    const std::uint64_t count = kcas_.read(stripe);
+    const std::uint32_t fp = WordLanes::get(from_value, from.lane);
+    // The fingerprint must still lead to the target (same fingerprint, same alternate).
+    if (fp == 0 || level.addressing.alternate(source, fp) != target) return false;
+    const std::uint64_t cleared = WordLanes::set(from_value, from.lane, 0);
+    const lockfree::KcasEntry counted{&stripe, count, next_count(count)};
+    kcas_operations_.add(1);
+    if (from.word == to.word) {  // neighbouring buckets sharing a word: one word changes
+      if (WordLanes::get(cleared, to.lane) != 0) return false;
+      return kcas_.compare_exchange(
+          {{&from_word, from_value, WordLanes::set(cleared, to.lane, fp)}, counted});
     }
-    Level* expected = &full;
-    // Only advances: a thread that loads an older last_ walks forward through next pointers.
-    last_.compare_exchange_strong(expected, next, std::memory_order_release,
-                                  std::memory_order_relaxed);
-    return next;
+    const std::uint64_t to_value = kcas_.read(to_word);
+    if (WordLanes::get(to_value, to.lane) != 0) return false;
+    return kcas_.compare_exchange({{&from_word, from_value, cleared},
+                                   {&to_word, to_value, WordLanes::set(to_value, to.lane, fp)},
+                                   counted});
   }
 
-  std::unique_ptr<Level> first_;  // levels live until the filter dies (declared before kcas_:
-  std::atomic<Level*> last_;      // the K-CAS drains into their words when destroyed)
+  // ---- growth --------------------------------------------------------------------------
+
+  // Level k had no room: makes sure a level after k exists. False if the filter has all the
+  // levels it may have or the system refuses the memory. Threads that race here all commit
+  // the same range (idempotent) and one CAS publishes it: nothing is allocated or discarded.
+  bool grow_past(unsigned k) {
+    unsigned published = published_.load(std::memory_order_acquire);
+    if (published > k + 1) return true;
+    if (k + 1 >= reserved_levels_) return false;
+    const Level& next = levels_[k + 1];
+    if (!region_.commit(next.offset, next.range_bytes)) return false;
+    // Release: the committed range is usable by whoever reads the new count (the pages
+    // themselves are zero: nothing else to publish).
+    published_.compare_exchange_strong(published, k + 2, std::memory_order_release,
+                                       std::memory_order_acquire);
+    return true;
+  }
+
   std::size_t requested_capacity_;
   std::uint64_t seed_;
+  unsigned max_kicks_;
   bool grow_;
+  unsigned reserved_levels_ = 0;
+  std::array<Level, kMaxLevels> levels_{};  // fixed at construction
+  detail::ReservedRegion region_;           // declared before kcas_: the K-CAS drains into it
+  std::atomic<unsigned> published_{1};      // levels usable; only grows
   mutable kcas_type kcas_;
   detail::ShardedCounter items_;
   detail::ShardedCounter migrations_;

@@ -20,11 +20,13 @@
 //                                              │ in_use: owned by a live thread
 //                                              │ bags[3]: limbo lists, bag[e % 3] holds what
 //                                              │          this thread retired in epoch e
+//                                              │ spare:   the buffer a bag is emptied into
 //
 //   pin:     state = (E << 1) | 1            (outermost guard only; guards nest)
 //   unpin:   state = 0
 //   retire:  append to bags[E % 3] (first emptying that bag if it still holds epoch E - 3 or
-//            older, then labelling it E unless a deleter run meanwhile labelled it later)
+//            older, then labelling it E unless a deleter run meanwhile labelled it later; a
+//            retire from a deleter only relabels it, see below)
 //   advance: E -> E + 1 once every pinned record observed E
 //   reclaim: a bag of epoch b is freed once E >= b + 2
 //
@@ -38,6 +40,8 @@
 // Threads register on first use (a thread_local cache maps each domain to the thread's
 // record) and deregister at thread exit: the record is marked free and its limbo bags stay in
 // it; the next thread that registers adopts the record, bags included, and reclaims them.
+// A domain used after the thread's cache is gone (by a destructor of static storage that runs
+// after the main thread's thread_local objects) borrows a record for each call, likewise.
 // drain() reclaims everything at once and is for quiescent moments (no thread inside a guard
 // or retiring on this domain, e.g. after joining the workers); the destructor drains.
 //
@@ -48,7 +52,17 @@
 // lower a label afterwards: retire() relabelling the bag it emptied with its own, older E cut
 // the grace period of what the deleter retired short (a finalized K-CAS descriptor was freed
 // under a reader; kcas_reclamation_test DeleterRetiringIntoTheBagBeingEmptiedKeepsItsGracePeriod
-// replays it), so labels only grow.
+// replays it), so labels only grow. A retire from a deleter never empties a bag: if its bag
+// still holds an older epoch, the bag keeps those items and takes the later label (a later label
+// only delays them), so deleters never nest and one spare buffer per record is enough.
+//
+// Memory. No allocation in the steady state: a record's three bags and its spare reserve
+// kBagReserve items when the record is created, and emptying a bag swaps its buffer with the
+// spare (the deleters run from the spare; the bag goes on with the spare's capacity). A bag
+// fills up only while reclamation is held back (a thread stalled inside a guard); then all four
+// buffers of the record double together and keep that capacity (buffers rotate through the
+// swaps, and the finalizers of a full bag refill another one), so the same stall again
+// allocates nothing.
 //
 // Synchronization points (all seq_cst unless marked):
 //   (E1) pin: load E            (E2) pin: store state = (e << 1) | 1
@@ -76,6 +90,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace ccf::lockfree {
@@ -101,11 +116,18 @@ struct alignas(64) EpochRecord {
   // read by anyone: relaxed loads and stores, never a read-modify-write.
   std::atomic<std::uint64_t> retired{0};
   std::atomic<std::uint64_t> reclaimed{0};
+  std::atomic<std::uint64_t> growths{0};  // grow() calls: 4 allocations each
   // Owned by the thread holding in_use (handed over by (E7)).
   unsigned nesting = 0;
   unsigned retires_since_advance = 0;
-  bool reclaiming = false;
+  bool reclaiming = false;  // deleters are running out of `spare`
   EpochBag bags[3];
+  std::vector<EpochRetired> spare;  // empty unless reclaiming
+
+  explicit EpochRecord(std::size_t reserve) {
+    for (EpochBag& bag : bags) bag.items.reserve(reserve);
+    spare.reserve(reserve);
+  }
 };
 
 struct EpochShared {
@@ -125,6 +147,14 @@ struct EpochShared {
   }
 };
 
+// Ends a thread's ownership of a record (drain() may be emptying it meanwhile: quiescent).
+inline void give_back(EpochRecord& record) noexcept {
+  assert(record.nesting == 0);
+  // (E7) release: the limbo bags this thread filled are handed to the next owner, whose
+  // acquire CAS on in_use (acquire_record) pairs with this store.
+  record.in_use.store(false, std::memory_order_release);
+}
+
 // Per thread: the record this thread owns in each domain it has used. Entries keep their
 // domain's shared state alive, so a record can be released at thread exit even if the domain
 // was destroyed first.
@@ -140,6 +170,13 @@ class EpochThreadCache {
   EpochThreadCache& operator=(const EpochThreadCache&) = delete;
   ~EpochThreadCache() {
     for (Entry& e : entries_) release(e);
+    closed() = true;  // a domain used later in this thread (static storage) borrows records
+  }
+
+  // Set once this thread's cache is destroyed; trivially destructible, so it stays readable.
+  static bool& closed() noexcept {
+    thread_local constinit bool flag = false;
+    return flag;
   }
 
   EpochRecord* find(const EpochShared* shared) const noexcept {
@@ -158,9 +195,7 @@ class EpochThreadCache {
  private:
   static void release(Entry& e) noexcept {
     assert(e.record->nesting == 0 && "thread exits inside an epoch guard");
-    // (E7) release: the limbo bags this thread filled are handed to the next owner, whose
-    // acquire CAS on in_use (register_thread) pairs with this store.
-    e.record->in_use.store(false, std::memory_order_release);
+    give_back(*e.record);
   }
 
   std::vector<Entry> entries_;
@@ -188,17 +223,23 @@ class EpochDomain {
         // (E3) release: everything this region read from retired objects happens-before the
         // advancer's load (E4) that sees 0, hence before the reclaim it enables.
         record_->state.store(0, std::memory_order_release);
+        if (borrowed_) detail::give_back(*record_);
       }
     }
 
    private:
     friend class EpochDomain;
-    explicit Guard(Record* record) noexcept : record_(record) {}
+    Guard(Record* record, bool borrowed) noexcept : record_(record), borrowed_(borrowed) {}
     Record* record_;
+    bool borrowed_;  // a record borrowed for this guard alone (see LocalRecord)
   };
 
   // How many retires a thread makes between two attempts to advance the epoch and reclaim.
   static constexpr unsigned kRetiresPerAdvance = 16;
+  // Items each bag (and the spare) of a record has room for from the start: a thread retires
+  // ~kRetiresPerAdvance items per epoch when the epoch moves freely, and up to a few times that
+  // when an attempt to advance finds a thread pinned at the previous epoch; 8x is the margin.
+  static constexpr std::size_t kBagReserve = 8 * kRetiresPerAdvance;
 
   EpochDomain() : shared_(std::make_shared<detail::EpochShared>()) {}
   EpochDomain(const EpochDomain&) = delete;
@@ -210,27 +251,33 @@ class EpochDomain {
   }
 
   [[nodiscard]] Guard pin() {
-    Record* r = local_record();
+    LocalRecord local = local_record();
+    Record* r = local.get();
     if (r->nesting++ == 0) {
       const std::uint64_t e = shared_->epoch.load();  // (E1)
       r->state.store((e << 1) | 1);                   // (E2)
     }
-    return Guard(r);
+    return Guard(r, local.hand_over());
   }
 
   // Hands `object` to the domain: deleter(object) runs once no guard that could still reach
   // it is alive. The caller must already have made the object unreachable for new guards.
   void retire(void* object, void (*deleter)(void*)) {
-    Record* r = local_record();
+    const LocalRecord local = local_record();
+    Record* r = local.get();
     const std::uint64_t e = shared_->epoch.load();  // (E6)
     detail::EpochBag& bag = r->bags[e % 3];
     if (bag.epoch != e) {
-      // The bag still holds epoch e - 3 or older: E >= bag.epoch + 2, so it is free to go.
-      reclaim_bag(*r, bag);
+      // The bag still holds epoch e - 3 or older: E >= bag.epoch + 2, so it is free to go. A
+      // retire from a deleter (r->reclaiming) leaves its items there under the later label.
+      if (!r->reclaiming) reclaim_bag(*r, bag);
       // A deleter that retired may have labelled this bag with a later epoch (E moved on by a
       // multiple of 3 while the deleters ran): keep it, or its items would be freed too soon.
       // The later label is also safe for `object`.
       bag.epoch = std::max(bag.epoch, e);
+    }
+    if (bag.items.size() == bag.items.capacity()) [[unlikely]] {
+      grow(*r);
     }
     bag.items.push_back(detail::EpochRetired{object, deleter});
     // Statistics, owner-written: relaxed (see EpochRecord).
@@ -238,7 +285,7 @@ class EpochDomain {
     if (++r->retires_since_advance >= kRetiresPerAdvance && !r->reclaiming) {
       r->retires_since_advance = 0;
       try_advance();
-      reclaim();
+      reclaim(*r);
     }
   }
 
@@ -259,14 +306,8 @@ class EpochDomain {
 
   // Runs the deleters of this thread's bags that are old enough.
   void reclaim() {
-    Record* r = local_record();
-    if (r->reclaiming) return;  // a deleter retired: the outer reclaim() carries on
-    r->reclaiming = true;
-    const std::uint64_t e = shared_->epoch.load();  // (E6)
-    for (detail::EpochBag& bag : r->bags) {
-      if (bag.epoch + 2 <= e) reclaim_bag(*r, bag);
-    }
-    r->reclaiming = false;
+    const LocalRecord local = local_record();
+    reclaim(*local.get());
   }
 
   // Runs every pending deleter (including those retired by deleters), ignoring epochs.
@@ -293,15 +334,52 @@ class EpochDomain {
   // Totals over all threads; exact when quiescent, approximate otherwise.
   std::uint64_t retired_count() const noexcept { return sum(&Record::retired); }
   std::uint64_t reclaimed_count() const noexcept { return sum(&Record::reclaimed); }
+  // How often a full bag made a record's four buffers grow (each time: 4 allocations and 4
+  // frees); only while reclamation is held back.
+  std::uint64_t growth_count() const noexcept { return sum(&Record::growths); }
 
  private:
-  Record* local_record() {
+  // The calling thread's record; or, once the thread's cache is gone (the domain is used by a
+  // destructor of static or thread storage that runs after it), a record borrowed for one call
+  // (or one guard) and given back at its end, as a thread that lives that long would.
+  class LocalRecord {
+   public:
+    LocalRecord(Record* record, bool borrowed) noexcept : record_(record), borrowed_(borrowed) {}
+    LocalRecord(const LocalRecord&) = delete;
+    LocalRecord& operator=(const LocalRecord&) = delete;
+    ~LocalRecord() {
+      if (borrowed_) detail::give_back(*record_);
+    }
+    Record* get() const noexcept { return record_; }
+    bool hand_over() noexcept { return std::exchange(borrowed_, false); }  // to a Guard
+
+   private:
+    Record* record_;
+    bool borrowed_;
+  };
+
+  LocalRecord local_record() {
+    if (detail::EpochThreadCache::closed()) [[unlikely]] {
+      return {acquire_record(), true};
+    }
     detail::EpochThreadCache& cache = detail::epoch_thread_cache();
-    if (Record* r = cache.find(shared_.get())) return r;
-    return register_thread(cache);
+    if (Record* r = cache.find(shared_.get())) return {r, false};
+    Record* r = acquire_record();
+    cache.add(shared_, r);
+    return {r, false};
   }
 
-  Record* register_thread(detail::EpochThreadCache& cache) {
+  void reclaim(Record& r) {
+    if (r.reclaiming) return;  // called from a deleter: the outer reclamation carries on
+    const std::uint64_t e = shared_->epoch.load();  // (E6)
+    for (detail::EpochBag& bag : r.bags) {
+      // A deleter may have relabelled a later bag meanwhile: the label is read afresh.
+      if (bag.epoch + 2 <= e && !bag.items.empty()) reclaim_bag(r, bag);
+    }
+  }
+
+  // A free record (adopting its bags) or a new one, now owned by the caller.
+  Record* acquire_record() {
     Record* mine = nullptr;
     for (Record* r = shared_->head.load(); r != nullptr && mine == nullptr; r = r->next) {
       bool free = false;
@@ -312,30 +390,49 @@ class EpochDomain {
       }
     }
     if (mine == nullptr) {
-      mine = new Record;
+      mine = new Record(kBagReserve);
       mine->next = shared_->head.load();
       while (!shared_->head.compare_exchange_weak(mine->next, mine)) {
       }
     }
-    cache.add(shared_, mine);
     return mine;
   }
 
-  // Runs the deleters of one bag; the bag may receive new items meanwhile (a deleter that
-  // retires lands in the current epoch's bag, which may be this one, and relabels it).
+  // Runs the deleters of one of r's bags (r is the caller's record, or any record when
+  // quiescent); the bag may receive new items meanwhile (a deleter that retires lands in the
+  // current epoch's bag, which may be this one, and relabels it). Allocates nothing: the items
+  // move to r.spare by a swap, so the bag goes on with the spare's capacity, and the spare keeps
+  // theirs. Deleters retiring to r only append (r.reclaiming), so the spare is not reentered;
+  // deleters retiring to another record (drain()) may empty that record's bags, into its own
+  // spare.
   static std::size_t reclaim_bag(Record& r, detail::EpochBag& bag) {
-    std::vector<detail::EpochRetired> items;
-    items.swap(bag.items);
-    for (const detail::EpochRetired& item : items) item.deleter(item.object);
-    // Statistics, owner-written (or quiescent): relaxed (see EpochRecord).
-    r.reclaimed.store(r.reclaimed.load(std::memory_order_relaxed) + items.size(),
-                      std::memory_order_relaxed);
-    const std::size_t count = items.size();
-    if (bag.items.empty()) {  // keep the capacity for the next epoch
-      items.clear();
-      bag.items.swap(items);
+    assert(!r.reclaiming && r.spare.empty());
+    r.reclaiming = true;
+    bag.items.swap(r.spare);
+    // By index and by copy: a deleter's retire may grow (move) r.spare, never change its items.
+    for (std::size_t i = 0; i < r.spare.size(); ++i) {
+      const detail::EpochRetired item = r.spare[i];
+      item.deleter(item.object);
     }
+    const std::size_t count = r.spare.size();
+    r.spare.clear();  // keeps its capacity
+    r.reclaiming = false;
+    // Statistics, owner-written (or quiescent): relaxed (see EpochRecord).
+    r.reclaimed.store(r.reclaimed.load(std::memory_order_relaxed) + count,
+                      std::memory_order_relaxed);
     return count;
+  }
+
+  // A bag is full (reclamation was held back): doubles the capacity of every buffer of r. The
+  // spare may be in use (deleters running): reserve() keeps its items and their order.
+  static void grow(Record& r) {
+    std::size_t capacity = r.spare.capacity();
+    for (const detail::EpochBag& bag : r.bags) capacity = std::max(capacity, bag.items.capacity());
+    capacity *= 2;
+    for (detail::EpochBag& bag : r.bags) bag.items.reserve(capacity);
+    r.spare.reserve(capacity);
+    // Statistics, owner-written: relaxed (see EpochRecord).
+    r.growths.store(r.growths.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
   std::uint64_t sum(std::atomic<std::uint64_t> Record::*counter) const noexcept {
