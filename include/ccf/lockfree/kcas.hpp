@@ -426,6 +426,18 @@ class Kcas {
     return KcasWord::is_payload(content) ? content : read_through_descriptor(word);
   }
 
+  // read(first), then read(second): two reads, each linearizable on its own (not a snapshot),
+  // with one test for the common case that both words hold payloads.
+  [[gnu::always_inline]] std::pair<std::uint64_t, std::uint64_t> read_pair(
+      const KcasWord& first, const KcasWord& second) const {
+    const std::uint64_t a = first.raw_.load();   // (K1)
+    const std::uint64_t b = second.raw_.load();  // (K1)
+    if (KcasWord::is_payload(a | b)) [[likely]]
+      return {a, b};
+    return {KcasWord::is_payload(a) ? a : read_through_descriptor(first),
+            KcasWord::is_payload(b) ? b : read_through_descriptor(second)};
+  }
+
   // Single-word compare-and-swap on the logical value; lock-free. Cooperates with K-CAS
   // operations in flight (helps the one that holds the word, if it must).
   bool cas(KcasWord& word, std::uint64_t expected, std::uint64_t desired) {

@@ -101,8 +101,8 @@ namespace ccf {
 // to run writes at exact points of a lookup of one level).
 enum class LookupHookPoint : std::uint8_t {
   kAfterCounters,   // the two stripes' counters are read; no bucket yet
-  kBetweenBuckets,  // the primary bucket is read (and did not hold the fingerprint)
-  kBeforeRecheck,   // both buckets are read; the counters are about to be read again
+  kBetweenBuckets,  // the primary bucket is read, the alternate not yet
+  kBeforeRecheck,   // neither bucket held the fingerprint; the counters are read again next
 };
 
 template <unsigned FpBits = 12, class Stats = lockfree::NoKcasStats,
@@ -356,9 +356,14 @@ class LockFreeCuckooFilter
   // The four slots of `bucket` as BucketLanes. The two words are read one after the other
   // (not atomically together): the scan's argument (1) is per slot.
   [[gnu::always_inline]] std::uint64_t bucket_bits(const Level& level, std::uint64_t bucket) const {
+    return bucket_bits(level.words, bucket);
+  }
+  // `words` as a parameter: a caller that reads several buckets loads the level's pointer
+  // once (after an atomic load the compiler would reload it from the level).
+  [[gnu::always_inline]] std::uint64_t bucket_bits(const lockfree::KcasWord* words,
+                                                   std::uint64_t bucket) const {
     const SlotRef first = slot_ref(bucket, 0);
-    const std::uint64_t low = kcas_.read(level.words[first.word]);
-    const std::uint64_t high = kcas_.read(level.words[first.word + 1]);
+    const auto [low, high] = kcas_.read_pair(words[first.word], words[first.word + 1]);
     return ((low >> (first.lane * kFpBits)) | (high << ((kSlotsPerWord - first.lane) * kFpBits))) &
            BucketLanes::kAllMask;
   }
@@ -403,7 +408,8 @@ class LockFreeCuckooFilter
   // Whether one of the levels below `end` holds the hash's fingerprint, newest first (5).
   bool in_levels_below(unsigned end, std::uint64_t hash) const {
     for (unsigned k = end; k-- > 0;) {
-      if (in_level(levels_[k], locate(levels_[k], hash))) return true;
+      // Prefetched: the bucket misses start before the counters are read.
+      if (in_level(levels_[k], prefetch_both(levels_[k], locate(levels_[k], hash)))) return true;
     }
     return false;
   }
@@ -423,21 +429,32 @@ class LockFreeCuckooFilter
     return in_level(levels_[s.level], s.at) || in_levels_below(s.level, s.hash);
   }
 
-  // The scan of one level: (1) of the header.
+  // The scan of one level: (1) of the header. The counters' loads hit the cache (their
+  // array is small) and issue beside the buckets' misses; a hit returns without the second
+  // counter read.
   bool in_level(const Level& level, const Location& at) const {
     for (;;) {
       const std::uint64_t before_primary = counter(level, at.primary);
       const std::uint64_t before_alternate = counter(level, at.alternate);
       lookup_hook(LookupHookPoint::kAfterCounters);
-      if (holds(bucket_bits(level, at.primary), at.fp)) return true;
-      lookup_hook(LookupHookPoint::kBetweenBuckets);
-      if (holds(bucket_bits(level, at.alternate), at.fp)) return true;
+      if (holds_either(level, at)) return true;
       lookup_hook(LookupHookPoint::kBeforeRecheck);
       if (counter(level, at.primary) == before_primary &&
           counter(level, at.alternate) == before_alternate) {
         return false;
       }
     }
+  }
+
+  // Both buckets are loaded before either is tested, so that their cache misses overlap (a
+  // branch on the first would often mispredict and delay the second load by a whole miss).
+  [[gnu::always_inline]] bool holds_either(const Level& level, const Location& at) const {
+    const lockfree::KcasWord* const words = level.words;
+    const std::uint64_t primary = bucket_bits(words, at.primary);
+    lookup_hook(LookupHookPoint::kBetweenBuckets);
+    const std::uint64_t alternate = bucket_bits(words, at.alternate);
+    return (BucketLanes::lanes_equal(primary, at.fp) |
+            BucketLanes::lanes_equal(alternate, at.fp)) != 0;
   }
 
   // ---- erase ---------------------------------------------------------------------------
