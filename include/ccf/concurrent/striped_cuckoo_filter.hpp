@@ -94,7 +94,8 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
   static constexpr std::size_t kMaxStripes = 4096;
   static constexpr unsigned kPathDepth = detail::kDefaultPathDepth<Slots> + 1;
 
-  // Throws std::invalid_argument as CuckooFilter does (max_kicks is unused: no random walk).
+  // Throws std::invalid_argument as CuckooFilter does (max_kicks is unused: no random walk, but
+  // it is kept and saved, so that a file loaded by a sequential filter says what was asked).
   explicit StripedCuckooFilter(std::size_t capacity, FilterOptions options = {})
       : StripedCuckooFilter(detail::checked_bucket_count<table_type>(capacity, options), capacity,
                             options) {}
@@ -137,7 +138,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
     h.capacity = requested_capacity_;
     h.items = size();
     h.seed = seed_;
-    h.max_kicks = FilterOptions{}.max_kicks;
+    h.max_kicks = max_kicks_;
     h.payload_bytes = table_.payload().size();
     detail::write_filter(out, h, table_.payload());
   }
@@ -159,6 +160,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
     }
     FilterOptions options;
     options.seed = h.seed;
+    options.max_kicks = h.max_kicks;
     std::unique_ptr<StripedCuckooFilter> filter(
         new StripedCuckooFilter(std::move(table), h.capacity, options));
     for (std::uint64_t bucket = 0; bucket < filter->table_.bucket_count(); ++bucket) {
@@ -234,7 +236,8 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
                                               kMaxStripes)),
         stripes_(std::make_unique<Stripe[]>(stripe_count_)),
         requested_capacity_(capacity),
-        seed_(options.seed) {}
+        seed_(options.seed),
+        max_kicks_(options.max_kicks) {}
 
   std::uint64_t seed() const noexcept { return seed_; }
 
@@ -347,6 +350,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
   std::unique_ptr<Stripe[]> stripes_;
   std::size_t requested_capacity_;
   std::uint64_t seed_;
+  unsigned max_kicks_;
   alignas(64) std::atomic<std::uint64_t> path_restarts_{0};
 };
 

@@ -1,8 +1,8 @@
 // Kcas: lock-free multi-word compare-and-swap over 64-bit words.
 //
 // The lock-free cuckoo filter moves a fingerprint between two buckets in one step: clear the
-// slot in the source bucket word and fill the slot in the target bucket word (both words also
-// carry a migration counter). Kcas makes such a change of up to MaxWords words atomic.
+// source slot, fill the target slot (each in its word) and raise the source stripe's removal
+// counter (a third word). Kcas makes such a change of up to MaxWords words atomic.
 //
 // ALGORITHM: Guerraoui, Kogan, Marathe, Zablotchi, "Efficient Multi-word Compare and Swap",
 // DISC 2020 (GKMZ). Chosen over Harris-Fraser-Pratt (HFP, 2002) because it needs k + 1 CASes
@@ -20,8 +20,8 @@
 //         +----+--------------------------------------------------------------+
 //         |  1 | descriptor address (64-byte aligned, < 2^63)  |  entry i     |
 //         +----+--------------------------------------------------------------+
-//   So bit 63 is reserved; bits 0..62 (kPayloadBits = 63) are the caller's. A filter bucket of
-//   4 x 12-bit fingerprints (48 bits) leaves 15 bits for its migration counter.
+//   So bit 63 is reserved; bits 0..62 (kPayloadBits = 63) are the caller's: the lock-free
+//   filter packs five 12-bit (seven 8-bit) fingerprints into them, or one 63-bit counter.
 //
 //   descriptor (64-byte aligned, from per-thread pools, see "Memory" below):
 //     status        active -> succeeded | failed, decided once

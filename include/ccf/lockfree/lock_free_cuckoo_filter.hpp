@@ -80,6 +80,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "ccf/cuckoo_filter.hpp"
 #include "ccf/detail/bit_lanes.hpp"
@@ -362,10 +363,30 @@ class LockFreeCuckooFilter
   // once (after an atomic load the compiler would reload it from the level).
   [[gnu::always_inline]] std::uint64_t bucket_bits(const lockfree::KcasWord* words,
                                                    std::uint64_t bucket) const {
+    return read_bucket(words, bucket).bits();
+  }
+
+  // A bucket as read: the two words its slots may lie in, and their values.
+  struct BucketRead {
+    SlotRef first;  // slot 0
+    std::uint64_t low, high;
+    std::uint64_t bits() const noexcept {
+      return ((low >> (first.lane * kFpBits)) |
+              (high << ((kSlotsPerWord - first.lane) * kFpBits))) &
+             BucketLanes::kAllMask;
+    }
+    // Slot `slot`'s word, lane, and the value read from that word.
+    std::pair<SlotRef, std::uint64_t> locate_slot(unsigned slot) const noexcept {
+      const unsigned lane = first.lane + slot;
+      if (lane < kSlotsPerWord) return {{first.word, lane}, low};
+      return {{first.word + 1, lane - kSlotsPerWord}, high};
+    }
+  };
+  [[gnu::always_inline]] BucketRead read_bucket(const lockfree::KcasWord* words,
+                                                std::uint64_t bucket) const {
     const SlotRef first = slot_ref(bucket, 0);
     const auto [low, high] = kcas_.read_pair(words[first.word], words[first.word + 1]);
-    return ((low >> (first.lane * kFpBits)) | (high << ((kSlotsPerWord - first.lane) * kFpBits))) &
-           BucketLanes::kAllMask;
+    return {first, low, high};
   }
 
   void prefetch(const Level& level, std::uint64_t bucket) const noexcept {
@@ -551,15 +572,12 @@ class LockFreeCuckooFilter
   // One CAS into a free slot of `bucket`; false if it has none. Retries a lost CAS.
   bool place(Level& level, std::uint64_t bucket, std::uint32_t fp) {
     for (;;) {
-      const std::uint64_t empty = BucketLanes::zero_lanes(bucket_bits(level, bucket));
+      const BucketRead read = read_bucket(level.words, bucket);
+      const std::uint64_t empty = BucketLanes::zero_lanes(read.bits());
       if (empty == 0) return false;
-      const SlotRef at = slot_ref(bucket, BucketLanes::first_flagged_lane(empty));
-      lockfree::KcasWord& word = level.words[at.word];
-      const std::uint64_t value = kcas_.read(word);
-      if (WordLanes::get(value, at.lane) == 0 &&
-          kcas_.cas(word, value, WordLanes::set(value, at.lane, fp))) {
-        return true;
-      }
+      // The CAS expects the value just read: the slot is empty in it.
+      const auto [at, value] = read.locate_slot(BucketLanes::first_flagged_lane(empty));
+      if (kcas_.cas(level.words[at.word], value, WordLanes::set(value, at.lane, fp))) return true;
     }
   }
 

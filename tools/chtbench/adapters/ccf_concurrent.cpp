@@ -106,7 +106,7 @@ void register_ccf_concurrent_filters(Registry& r) {
                               "fine-grained: striped locks, lookups lock their two stripes");
   add<FixedLockFree, 8, 12>(r, "lf-cuckoo-filter",
                             "lock-free: K-CAS migrations along compressed BFS paths, "
-                            "counter-checked lookups (growth off)");
+                            "removal-counter-checked lookups (growth off)");
 }
 
 }  // namespace chtbench
