@@ -19,6 +19,8 @@
 #include <tuple>
 #include <vector>
 
+#include "held_guard.hpp"
+
 namespace {
 
 using ccf::lockfree::Kcas;
@@ -523,22 +525,14 @@ INSTANTIATE_TEST_SUITE_P(WhoCompletes, KcasLateHelper, ::testing::Bool());
 TEST(KcasReclamation, StalledGuardDelaysOnlyMemory) {
   CountingKcas kcas;
   std::array<KcasWord, 2> w{};
-  std::latch pinned(1);
-  std::latch done(1);
-  std::thread staller([&] {
-    const auto guard = kcas.domain().pin();
-    pinned.count_down();
-    done.wait();
+  ccf::testing::while_a_guard_is_held(kcas.domain(), [&] {
+    std::thread([&] {
+      for (std::uint64_t i = 0; i < 2000; ++i) {
+        ASSERT_TRUE(kcas.compare_exchange({{&w[0], i, i + 1}, {&w[1], i, i + 1}}));
+      }
+    }).join();
+    EXPECT_EQ(kcas.stats().descriptors_freed.load(), 0U);
   });
-  pinned.wait();
-  std::thread([&] {
-    for (std::uint64_t i = 0; i < 2000; ++i) {
-      ASSERT_TRUE(kcas.compare_exchange({{&w[0], i, i + 1}, {&w[1], i, i + 1}}));
-    }
-  }).join();
-  EXPECT_EQ(kcas.stats().descriptors_freed.load(), 0U);
-  done.count_down();
-  staller.join();
   std::thread([&] {
     for (std::uint64_t i = 2000; i < 4000; ++i) {
       ASSERT_TRUE(kcas.compare_exchange({{&w[0], i, i + 1}, {&w[1], i, i + 1}}));
@@ -625,19 +619,9 @@ TEST(KcasReclamation, PoolsOfFinishedThreadsAreFreedWithTheirLastDescriptor) {
     }
   };
   for (int round = 0; round < 4; ++round) std::thread([&] { run(300); }).join();
-  {
-    std::latch pinned(1);
-    std::latch done(1);
-    std::thread staller([&] {
-      const auto guard = kcas.domain().pin();
-      pinned.count_down();
-      done.wait();
-    });
-    pinned.wait();
+  ccf::testing::while_a_guard_is_held(kcas.domain(), [&] {
     std::thread([&] { run(CountingKcas::kPoolDescriptors + 100); }).join();
-    done.count_down();
-    staller.join();
-  }
+  });
   EXPECT_GT(kcas.stats().descriptors_beyond_pool.load(), 0U);
   std::thread([&] { run(1000); }).join();  // adopts a finished thread's record
   EXPECT_GT(kcas.stats().descriptors_freed.load(), 0U);

@@ -24,7 +24,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <latch>
 #include <new>
 #include <random>
 #include <thread>
@@ -33,6 +32,7 @@
 #include "ccf/hash.hpp"
 #include "ccf/lockfree/kcas.hpp"
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
+#include "held_guard.hpp"
 #include "sanitizer_scale.hpp"
 
 // ---------------------------------------------------------------------------------------------
@@ -357,19 +357,7 @@ TEST(KcasAllocation, OnlyAStalledReclamationGoesBeyondThePool) {
       ASSERT_TRUE(kcas.compare_exchange({{&w[0], value, value + 1}, {&w[1], value, value + 1}}));
     }
   };
-  auto stalled = [&](auto body) {
-    std::latch pinned(1);
-    std::latch done(1);
-    std::thread staller([&] {
-      const auto guard = kcas.domain().pin();
-      pinned.count_down();
-      done.wait();
-    });
-    pinned.wait();
-    body();
-    done.count_down();
-    staller.join();
-  };
+  auto stalled = [&](auto body) { ccf::testing::while_a_guard_is_held(kcas.domain(), body); };
   std::thread([&] {
     run(1000);
     stalled([&] { run(kOps); });
