@@ -317,8 +317,7 @@ class LockFreeCuckooFilter
       Level& level = levels_[k];
       level.buckets = base_buckets << k;
       const std::uint64_t words = (level.buckets * kSlots + kSlotsPerWord - 1) / kSlotsPerWord;
-      // One word past the last: a bucket read always loads two words (no branch).
-      level.words_bytes = (words + 1) * 8;
+      level.words_bytes = words * 8;
       const std::uint64_t stripes =
           std::min(kMaxStripes,
                    std::bit_floor(std::max<std::uint64_t>(1, level.buckets / kBucketsPerStripe)));
@@ -354,8 +353,8 @@ class LockFreeCuckooFilter
 
   // ---- reading -------------------------------------------------------------------------
 
-  // The four slots of `bucket` as BucketLanes. The two words are read one after the other
-  // (not atomically together): the scan's argument (1) is per slot.
+  // The four slots of `bucket` as BucketLanes. A bucket that straddles two words is read one
+  // word after the other (not atomically together): the scan's argument (1) is per slot.
   [[gnu::always_inline]] std::uint64_t bucket_bits(const Level& level, std::uint64_t bucket) const {
     return bucket_bits(level.words, bucket);
   }
@@ -366,33 +365,41 @@ class LockFreeCuckooFilter
     return read_bucket(words, bucket).bits();
   }
 
-  // A bucket as read: the two words its slots may lie in, and their values.
+  // A bucket as read: the words its first and last slots lie in (the same word unless the
+  // bucket straddles two), and their values.
   struct BucketRead {
-    SlotRef first;  // slot 0
-    std::uint64_t low, high;
+    SlotRef first;            // slot 0
+    std::uint64_t low, high;  // high == low when the bucket lies in one word
     std::uint64_t bits() const noexcept {
       return ((low >> (first.lane * kFpBits)) |
               (high << ((kSlotsPerWord - first.lane) * kFpBits))) &
              BucketLanes::kAllMask;
     }
-    // Slot `slot`'s word, lane, and the value read from that word.
+    // Slot `slot`'s word, lane, and the value read from that word. (The high part of bits()
+    // shifts a one-word bucket's copy of `low` out of the mask.)
     std::pair<SlotRef, std::uint64_t> locate_slot(unsigned slot) const noexcept {
       const unsigned lane = first.lane + slot;
-      if (lane < kSlotsPerWord) return {{first.word, lane}, low};
-      return {{first.word + 1, lane - kSlotsPerWord}, high};
+      const bool second = lane >= kSlotsPerWord;  // no branch: which word is unpredictable
+      return {{first.word + second, lane - (second ? kSlotsPerWord : 0)}, second ? high : low};
     }
   };
   [[gnu::always_inline]] BucketRead read_bucket(const lockfree::KcasWord* words,
                                                 std::uint64_t bucket) const {
     const SlotRef first = slot_ref(bucket, 0);
-    const auto [low, high] = kcas_.read_pair(words[first.word], words[first.word + 1]);
+    const auto [low, high] = kcas_.read_pair(words[first.word], words[last_word(first)]);
     return {first, low, high};
+  }
+  // The word of the bucket's last slot, chosen without a branch (which word it is, is
+  // unpredictable): a one-word bucket reads its word twice rather than the next word, which
+  // lies in another cache line one time in eight and which it does not need.
+  static std::uint64_t last_word(const SlotRef& first) noexcept {
+    return first.word + (first.lane + kSlots > kSlotsPerWord);
   }
 
   void prefetch(const Level& level, std::uint64_t bucket) const noexcept {
-    const std::uint64_t word = slot_ref(bucket, 0).word;
-    __builtin_prefetch(&level.words[word]);
-    __builtin_prefetch(&level.words[word + 1]);
+    const SlotRef first = slot_ref(bucket, 0);
+    __builtin_prefetch(&level.words[first.word]);
+    __builtin_prefetch(&level.words[last_word(first)]);
   }
 
   static bool holds(std::uint64_t bits, std::uint32_t fp) noexcept {
