@@ -550,7 +550,19 @@ class LockFreeCuckooFilter
   }
 
   // Inserts into level k (at its location `at`), growing the filter when it is full.
-  Status insert_from(unsigned k, std::uint64_t hash, Location at) {
+  // The common case (a free slot in either bucket) is inline; the rest -- path search,
+  // migration, growth -- is out of line, so that an insert's hot path stays a few dozen
+  // instructions and consecutive inserts' cache misses can overlap.
+  Status insert_from(unsigned k, std::uint64_t hash, const Location& at) {
+    Level& level = levels_[k];
+    if (place(level, at.primary, at.fp) || place(level, at.alternate, at.fp)) [[likely]] {
+      items_.add(1);
+      return Status::kOk;
+    }
+    return insert_making_room(k, hash, at);
+  }
+
+  [[gnu::noinline]] Status insert_making_room(unsigned k, std::uint64_t hash, Location at) {
     for (;;) {
       if (insert_in_level(levels_[k], at)) {
         items_.add(1);
