@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "ccf/sync/phase_fair_lock.hpp"
 #include "ccf/sync/rw_lock.hpp"
 #include "ccf/sync/spin_locks.hpp"
 
@@ -25,6 +26,7 @@ namespace {
 using namespace std::chrono_literals;
 using ccf::sync::ClhLock;
 using ccf::sync::McsLock;
+using ccf::sync::PhaseFairLock;
 using ccf::sync::ReaderWriterLock;
 using ccf::sync::TasLock;
 using ccf::sync::TtasLock;
@@ -72,8 +74,9 @@ struct Section {
 template <class Lock>
 class ExclusiveLockTest : public ::testing::Test {};
 
-using ExclusiveLocks = ::testing::Types<TasLock, TtasLock, McsLock, ClhLock,
-                                        ReaderWriterLock<TtasLock>, ReaderWriterLock<McsLock>>;
+using ExclusiveLocks =
+    ::testing::Types<TasLock, TtasLock, McsLock, ClhLock, ReaderWriterLock<TtasLock>,
+                     ReaderWriterLock<McsLock>, PhaseFairLock>;
 TYPED_TEST_SUITE(ExclusiveLockTest, ExclusiveLocks);
 
 TYPED_TEST(ExclusiveLockTest, StateIsAloneOnItsCacheLines) {
@@ -195,7 +198,7 @@ template <class Lock>
 class ReaderWriterLockTest : public ::testing::Test {};
 
 using RwLocks = ::testing::Types<ReaderWriterLock<TtasLock>, ReaderWriterLock<McsLock>,
-                                 ReaderWriterLock<ClhLock>>;
+                                 ReaderWriterLock<ClhLock>, PhaseFairLock>;
 TYPED_TEST_SUITE(ReaderWriterLockTest, RwLocks);
 
 // A writer never sees a reader inside, a reader never sees a writer inside, and readers always
@@ -276,8 +279,9 @@ TYPED_TEST(ReaderWriterLockTest, TryLockSemantics) {
   EXPECT_FALSE(lock.has_readers());
 }
 
-// Writer preference: once a writer waits for the readers inside to drain, new readers stay out;
-// the writer gets the lock as soon as the old readers leave.
+// Once a writer waits for the readers inside to drain, new readers stay out (writer preference,
+// or the writer's phase of a phase-fair lock); the writer gets the lock as soon as the old
+// readers leave.
 TYPED_TEST(ReaderWriterLockTest, WaitingWriterKeepsNewReadersOut) {
   TypeParam lock;
   lock.lock_shared();

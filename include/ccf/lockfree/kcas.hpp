@@ -312,7 +312,7 @@ class Kcas {
   // The free list keeps descriptors allocated beyond the pool while it holds fewer than this.
   static constexpr std::uint32_t kMaxCachedDescriptors = 4 * kPoolDescriptors;
   // How often a thread whose pool is empty yields to the others before it allocates.
-  static constexpr unsigned kYieldsBeforeAllocating = 64;
+  static constexpr unsigned kYieldsBeforeAllocating = 16;
 
  private:
   // One allocation: kPoolDescriptors descriptors and the count of those not yet released. A
@@ -380,6 +380,15 @@ class Kcas {
       return true;
     }
 
+    // The epoch (of which domain) at which this thread last yielded in vain for reclamation.
+    bool gave_up_at(const EpochDomain* domain, std::uint64_t epoch) const noexcept {
+      return gave_up_domain_ == domain && gave_up_epoch_ == epoch;
+    }
+    void give_up_at(const EpochDomain* domain, std::uint64_t epoch) noexcept {
+      gave_up_domain_ = domain;
+      gave_up_epoch_ = epoch;
+    }
+
    private:
     Descriptor* pop() noexcept {
       Descriptor* d = head_;
@@ -400,6 +409,8 @@ class Kcas {
     Descriptor* head_ = nullptr;
     std::uint32_t size_ = 0;
     DescriptorBlock* block_ = nullptr;  // this thread's pool; released with the list
+    const EpochDomain* gave_up_domain_ = nullptr;
+    std::uint64_t gave_up_epoch_ = 0;
   };
 
   static FreeList* free_list() noexcept {
@@ -691,13 +702,18 @@ class Kcas {
   // each yield refills the pool. Bounded, so no thread ever waits for a particular other
   // (lock-freedom holds): after kYieldsBeforeAllocating the caller allocates instead. Without
   // this, eight threads inserting on two cores had ~500,000 descriptors (64 MB) waiting.
+  // A stall that outlasts the yields (a thread stopped inside a guard, not merely preempted) is
+  // not waited for again while the epoch stays where it was: until it moves, the caller
+  // allocates at once (yielding on a busy machine can cost a time slice each).
   Descriptor* take_after_yielding(FreeList& list) {
+    if (list.gave_up_at(&domain_, domain_.epoch())) return nullptr;
     for (unsigned i = 0; i < kYieldsBeforeAllocating; ++i) {
       std::this_thread::yield();
       domain_.try_advance();
       domain_.reclaim();
       if (Descriptor* d = list.take()) return d;
     }
+    list.give_up_at(&domain_, domain_.epoch());
     return nullptr;
   }
 

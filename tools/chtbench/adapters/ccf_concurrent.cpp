@@ -6,6 +6,7 @@
 #include <ccf/concurrent/striped_cuckoo_filter.hpp>
 #include <ccf/lockfree/lock_free_cuckoo_filter.hpp>
 #include <ccf/sync/htm.hpp>
+#include <ccf/sync/phase_fair_lock.hpp>
 #include <ccf/sync/rw_lock.hpp>
 #include <ccf/sync/spin_locks.hpp>
 #include <stdexcept>
@@ -83,6 +84,8 @@ void register_ccf_concurrent_filters(Registry& r) {
       r, "ccf-global-mcs", "coarse cuckoo filter, one reader-writer lock over an MCS queue lock");
   add<Coarse<GlobalLock<sync::ClhLock>>::type, 12, 16>(
       r, "ccf-global-clh", "coarse cuckoo filter, one reader-writer lock over a CLH queue lock");
+  add<Coarse<sync::LockOnly<sync::PhaseFairLock>>::type, 12, 16>(
+      r, "ccf-global-pf", "coarse cuckoo filter, one phase-fair reader-writer ticket lock");
   add<Coarse<Elided<sync::RetryElision>>::type, 12, 16>(
       r, "ccf-rtm-retry", "coarse, RTM lock elision, retry <= 10 (" + rtm + ")");
   add<Coarse<Elided<sync::RetryElision, 5>>::type, 12, 16>(
