@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <latch>
 #include <memory>
@@ -286,10 +287,16 @@ TEST(EpochDomain, ReadersNeverSeeFreedObjects) {
         }
       });
     }
+    // Writers go on past kSwapsPerWriter until something has been reclaimed (a reader preempted
+    // inside its guard holds the epoch back meanwhile; on a busy machine that can outlast the
+    // swaps), for at most 20 s.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     for (int w = 0; w < kWriters; ++w) {
       threads.emplace_back([&] {
         start.arrive_and_wait();
-        for (int i = 0; i < kSwapsPerWriter; ++i) {
+        for (int i = 0; i < kSwapsPerWriter || (domain.reclaimed_count() == 0 &&
+                                                std::chrono::steady_clock::now() < deadline);
+             ++i) {
           domain.retire(shared.exchange(new Tracked(live)));
         }
         writers_left.fetch_sub(1);
