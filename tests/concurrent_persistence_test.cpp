@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <stdexcept>
 
 #include "ccf/concurrent/striped_cuckoo_filter.hpp"
 #include "ccf/cuckoo_filter.hpp"
@@ -78,6 +79,24 @@ TEST(ConcurrentPersistence, ShapeMismatchAndGrownFiltersAreRefused) {
   ASSERT_GT(grown.levels(), 1u);
   std::ostringstream out;
   EXPECT_THROW(grown.save(out), std::logic_error);
+  EXPECT_TRUE(out.str().empty()) << "a refused save writes nothing";
+}
+
+// Bad sizing parameters are refused before anything is reserved, naming what was wrong.
+TEST(ConcurrentPersistence, LockFreeFilterRefusesBadParameters) {
+  const auto message = [](auto make) -> std::string {
+    try {
+      make();
+    } catch (const std::invalid_argument& error) {
+      return error.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message([] { LockFree filter(0); }).find("capacity"), std::string::npos);
+  EXPECT_NE(message([] { LockFree filter(1000, {.filter = {.max_load = 1.5}}); }).find("max_load"),
+            std::string::npos);
+  EXPECT_NE(message([] { LockFree filter(std::size_t{1} << 62); }).find("64 TiB"),
+            std::string::npos);
 }
 
 }  // namespace

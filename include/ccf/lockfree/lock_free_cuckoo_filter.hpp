@@ -241,6 +241,7 @@ class LockFreeCuckooFilter
   using WordLanes = detail::BitLanes<kFpBits, kSlotsPerWord>;
   using BucketLanes = detail::BitLanes<kFpBits, kSlots>;
   using Addressing = detail::NestedAddressing<kFpBits>;
+  static_assert(kMaxLevels - 1 <= Addressing::kMaxLevel, "levels beyond the addressing's bits");
   static constexpr unsigned kBucketsPerStripe = 128;
   static constexpr std::uint64_t kMaxStripes = 16384;
 
@@ -400,10 +401,6 @@ class LockFreeCuckooFilter
     const SlotRef first = slot_ref(bucket, 0);
     __builtin_prefetch(&level.words[first.word]);
     __builtin_prefetch(&level.words[last_word(first)]);
-  }
-
-  static bool holds(std::uint64_t bits, std::uint32_t fp) noexcept {
-    return BucketLanes::lanes_equal(bits, fp) != 0;
   }
 
   std::uint64_t counter(const Level& level, std::uint64_t bucket) const {
