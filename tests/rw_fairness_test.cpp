@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <latch>
 #include <thread>
+#include <type_traits>
 
 #include "ccf/concurrent/coarse_cuckoo_filter.hpp"
 #include "ccf/sync/htm.hpp"
@@ -23,6 +24,10 @@
 namespace {
 
 using namespace std::chrono_literals;
+
+// Where readers and writers mix on one lock by default, the lock is phase-fair.
+static_assert(std::is_same_v<ccf::CoarseCuckooFilter<ccf::PackedTable<12, 4>>::sync_type,
+                             ccf::sync::LockOnly<ccf::sync::PhaseFairLock>>);
 
 struct Hammered {
   std::uint64_t reads = 0;

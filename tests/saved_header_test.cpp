@@ -16,6 +16,7 @@
 
 #include "ccf/any_cuckoo_filter.hpp"
 #include "ccf/concurrent/coarse_cuckoo_filter.hpp"
+#include "ccf/concurrent/cop_cuckoo_filter.hpp"
 #include "ccf/concurrent/striped_cuckoo_filter.hpp"
 #include "ccf/cuckoo_filter.hpp"
 #include "ccf/detail/addressing.hpp"
@@ -278,6 +279,16 @@ TYPED_TEST(StripedHeader, EveryFieldIsWhatWasAsked) {
   // A striped filter loaded from the file saves it again unchanged.
   std::istringstream in(bytes);
   const auto loaded = TypeParam::load(in);
+  EXPECT_EQ(saved(*loaded), bytes);
+}
+
+// ---- COP ---------------------------------------------------------------------------------
+
+TEST(CopHeader, EveryFieldIsWhatWasAsked) {
+  using Cop = ccf::CopCuckooFilter<12>;
+  const std::string bytes = expect_saved_as_asked<Cop, ccf::PackedTable<12, 4>>(8);
+  std::istringstream in(bytes);
+  const auto loaded = Cop::load(in);
   EXPECT_EQ(saved(*loaded), bytes);
 }
 

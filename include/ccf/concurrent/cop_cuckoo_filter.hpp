@@ -14,11 +14,15 @@
 // The table is AtomicPackedTable (the sequential filter's bits), so the unsynchronized prefix
 // reads race with writers only through atomics: defined behaviour, and torn or stale plans are
 // caught by verify. Like the striped filter there is no victim slot: a full insert changes
-// nothing and returns kFull. Progress: blocking (the fallback lock).
+// nothing and returns kFull, and files are the sequential filter's format
+// (detail/victimless_format.hpp). Progress: blocking (the fallback lock).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <istream>
+#include <memory>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -29,6 +33,7 @@
 #include "ccf/detail/key_api.hpp"
 #include "ccf/detail/occupancy_api.hpp"
 #include "ccf/detail/sharded_counter.hpp"
+#include "ccf/detail/victimless_format.hpp"
 #include "ccf/sync/cop.hpp"
 #include "ccf/sync/rw_lock.hpp"
 
@@ -49,15 +54,19 @@ class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Exe
   static constexpr unsigned kSlots = Slots;
   static constexpr unsigned kPathDepth = detail::kDefaultPathDepth<Slots> + 1;
 
+  // Throws std::invalid_argument as CuckooFilter does (max_kicks is unused -- the search is
+  // breadth-first -- but kept and saved, so that a file says what was asked).
   explicit CopCuckooFilter(std::size_t capacity, FilterOptions options = {})
-      : table_(detail::checked_bucket_count<table_type>(capacity, options)),
-        addressing_(table_.bucket_count()),
-        seed_(options.seed) {}
+      : CopCuckooFilter(table_type(detail::checked_bucket_count<table_type>(capacity, options)),
+                        {capacity, options.seed, options.max_kicks}) {}
+  CopCuckooFilter(const CopCuckooFilter&) = delete;
+  CopCuckooFilter& operator=(const CopCuckooFilter&) = delete;
 
   // insert, contains, erase of integer and byte-string keys: detail/key_api.hpp.
 
   std::size_t size() const noexcept { return static_cast<std::size_t>(items_.value()); }
   std::size_t capacity() const noexcept { return table_.bucket_count() * kSlots; }
+  std::size_t requested_capacity() const noexcept { return fields_.capacity; }
   // load_factor(), bits_per_item(): detail/occupancy_api.hpp.
   std::size_t memory_bytes() const noexcept { return table_.memory_bytes() + sizeof(*this); }
   std::string shape() const {
@@ -67,7 +76,23 @@ class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Exe
   bool speculative() const noexcept { return executor_.speculative(); }
   Executor& executor() noexcept { return executor_; }
 
+  // Not concurrent with writers: quiesce the filter first (lookups may go on).
+  void save(std::ostream& out) const { detail::write_victimless(out, table_, size(), fields_); }
+
+  // Reads a filter saved by any filter of this shape (sequential, striped, COP). Throws
+  // FormatError, also for a sequential filter's victim entry that has no room.
+  static std::unique_ptr<CopCuckooFilter> load(std::istream& in) {
+    auto file = detail::read_victimless<table_type>(in, "COP filter");
+    std::unique_ptr<CopCuckooFilter> filter(
+        new CopCuckooFilter(std::move(file.table), file.fields));
+    filter->items_.add(static_cast<std::int64_t>(*filter->table_.count_occupied()));
+    return filter;
+  }
+
  private:
+  CopCuckooFilter(table_type&& table, const detail::VictimlessFields& fields)
+      : table_(std::move(table)), addressing_(table_.bucket_count()), fields_(fields) {}
+
   std::size_t table_bits() const noexcept { return 8 * table_.payload().size(); }
 
   struct Location {
@@ -83,7 +108,7 @@ class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Exe
     detail::CuckooPath<Slots, kPathDepth> path;
   };
 
-  std::uint64_t seed() const noexcept { return seed_; }
+  std::uint64_t seed() const noexcept { return fields_.seed; }
 
   Location locate(std::uint64_t hash) const noexcept {
     const std::uint64_t primary = addressing_.index(hash);
@@ -194,7 +219,7 @@ class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Exe
 
   table_type table_;
   detail::Addressing<kFpBits> addressing_;
-  std::uint64_t seed_;
+  detail::VictimlessFields fields_;
   mutable Executor executor_;
   detail::ShardedCounter items_;
 };

@@ -153,6 +153,17 @@ class LockFreeCuckooFilter
     return slots;
   }
   std::size_t requested_capacity() const noexcept { return requested_capacity_; }
+  // Slots of level k (k < levels()) and how many hold a fingerprint (a scan: exact when no
+  // writer runs). Each level's share of the false-positive rate follows its own load.
+  std::size_t level_capacity(unsigned k) const noexcept { return levels_[k].buckets * kSlots; }
+  std::size_t level_occupied(unsigned k) const {
+    std::size_t occupied = 0;
+    for (std::uint64_t bucket = 0; bucket < levels_[k].buckets; ++bucket) {
+      const std::uint64_t bits = bucket_bits(levels_[k], bucket);
+      for (unsigned slot = 0; slot < kSlots; ++slot) occupied += BucketLanes::get(bits, slot) != 0;
+    }
+    return occupied;
+  }
   std::size_t levels() const noexcept { return published_.load(std::memory_order_acquire); }
   // The levels this filter may grow to (1 when growth is off).
   std::size_t max_levels() const noexcept { return reserved_levels_; }

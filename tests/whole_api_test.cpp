@@ -1,0 +1,134 @@
+// Every cuckoo filter offers the whole API (README, "The filters"): single-key operations on
+// integer and byte-string keys, batched contains_many / insert_many that agree with them, and
+// save / load in the shared file format, whose round trip keeps every member and is
+// byte-for-byte stable. One typed suite over all of them, so that a filter missing a piece
+// fails to compile here.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ccf/concurrent/coarse_cuckoo_filter.hpp"
+#include "ccf/concurrent/cop_cuckoo_filter.hpp"
+#include "ccf/concurrent/striped_cuckoo_filter.hpp"
+#include "ccf/cuckoo_filter.hpp"
+#include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
+#include "ccf/sync/htm.hpp"
+#include "ccf/sync/phase_fair_lock.hpp"
+#include "test_keys.hpp"
+
+namespace {
+
+using ccf::Status;
+using ccf::testing::member_keys;
+using ccf::testing::non_member_keys;
+
+constexpr std::size_t kCapacity = 20'000;
+
+// The filters whose load replaces the filter in place (sequential, coarse) and the ones whose
+// load is a static factory (the concurrent filters, which cannot be moved), behind one call.
+template <class Filter>
+std::unique_ptr<Filter> load_filter(std::istream& in) {
+  if constexpr (requires { Filter::load(in); }) {
+    return Filter::load(in);
+  } else {
+    auto filter = std::make_unique<Filter>(1);
+    filter->load(in);
+    return filter;
+  }
+}
+
+// A filter that refuses inserts when full (the lock-free filter grows by default).
+template <class Filter>
+std::unique_ptr<Filter> without_growth(std::size_t capacity) {
+  if constexpr (requires { typename Filter::Options; }) {
+    typename Filter::Options options;
+    options.grow = false;
+    return std::make_unique<Filter>(capacity, options);
+  } else {
+    return std::make_unique<Filter>(capacity);
+  }
+}
+
+template <class Filter>
+std::string saved(const Filter& filter) {
+  std::ostringstream out;
+  filter.save(out);
+  return out.str();
+}
+
+template <class Filter>
+class WholeApiTest : public ::testing::Test {};
+
+using Filters = ::testing::Types<
+    ccf::CuckooFilter<ccf::PackedTable<12, 4>>,
+    ccf::CoarseCuckooFilter<ccf::PackedTable<12, 4>, ccf::sync::LockOnly<ccf::sync::PhaseFairLock>>,
+    ccf::StripedCuckooFilter<12>, ccf::CopCuckooFilter<12>, ccf::LockFreeCuckooFilter<12>>;
+TYPED_TEST_SUITE(WholeApiTest, Filters);
+
+TYPED_TEST(WholeApiTest, BatchesAgreeWithSingleOperations) {
+  TypeParam filter(kCapacity);
+  const auto members = member_keys(kCapacity / 2, 41);
+  const auto strangers = non_member_keys(kCapacity, 41);
+  ASSERT_EQ(filter.insert_many(std::span<const std::uint64_t>(members)), members.size());
+  EXPECT_EQ(filter.size(), members.size());
+
+  std::vector<std::uint64_t> queries = members;
+  queries.insert(queries.end(), strangers.begin(), strangers.end());
+  std::unique_ptr<bool[]> out(new bool[queries.size()]);
+  const std::size_t hits = filter.contains_many(std::span<const std::uint64_t>(queries),
+                                                std::span<bool>(out.get(), queries.size()));
+  std::size_t expected_hits = 0;
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    ASSERT_EQ(out[i], filter.contains(queries[i])) << "key " << i;
+    if (i < members.size()) {
+      ASSERT_TRUE(out[i]) << "false negative for member " << i;
+    }
+    expected_hits += out[i];
+  }
+  EXPECT_EQ(hits, expected_hits);
+  EXPECT_LT(hits - members.size(), strangers.size() / 100);  // 12-bit FPR is ~0.2%
+
+  bool short_out[1];
+  EXPECT_THROW(static_cast<void>(filter.contains_many(std::span<const std::uint64_t>(queries),
+                                                      std::span<bool>(short_out, 1))),
+               std::invalid_argument);
+}
+
+TYPED_TEST(WholeApiTest, InsertManyStopsAtTheFirstRefusal) {
+  const auto made = without_growth<TypeParam>(64);
+  TypeParam& filter = *made;
+  const auto keys = member_keys(10'000, 43);
+  const std::size_t stored = filter.insert_many(std::span<const std::uint64_t>(keys));
+  ASSERT_LT(stored, keys.size());
+  EXPECT_EQ(filter.size(), stored);
+  for (std::size_t i = 0; i < stored; ++i) ASSERT_TRUE(filter.contains(keys[i])) << i;
+  // The key that was refused, and every one after it, was left out entirely.
+  EXPECT_NE(filter.insert(keys[stored]), Status::kOk);
+}
+
+TYPED_TEST(WholeApiTest, SaveLoadKeepsEveryMemberAndIsStable) {
+  TypeParam filter(kCapacity);
+  const auto members = member_keys(kCapacity * 9 / 10, 47);
+  for (const std::uint64_t key : members) ASSERT_EQ(filter.insert(key), Status::kOk);
+  ASSERT_EQ(filter.insert(std::string_view("a byte-string key")), Status::kOk);
+
+  const std::string bytes = saved(filter);
+  std::istringstream in(bytes);
+  const auto loaded = load_filter<TypeParam>(in);
+  EXPECT_EQ(loaded->size(), filter.size());
+  EXPECT_EQ(loaded->capacity(), filter.capacity());
+  for (const std::uint64_t key : members) ASSERT_TRUE(loaded->contains(key));
+  EXPECT_TRUE(loaded->contains(std::string_view("a byte-string key")));
+  std::size_t agree = 0;
+  for (const std::uint64_t key : non_member_keys(kCapacity, 47)) {
+    agree += loaded->contains(key) == filter.contains(key);
+  }
+  EXPECT_EQ(agree, kCapacity) << "the loaded filter answers differently";
+  EXPECT_EQ(saved(*loaded), bytes) << "saving the loaded filter changed the file";
+}
+
+}  // namespace
