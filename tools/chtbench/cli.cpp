@@ -3,9 +3,13 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdint>
 #include <iostream>
+#include <limits>
 #include <span>
 #include <string>
+#include <type_traits>
 
 #include "filter_bench.hpp"
 #include "registry.hpp"
@@ -46,6 +50,53 @@ CLI::Validator parsed_by(Parse parse, std::string description) {
       std::move(description));
 }
 
+// from_chars over the whole text: errc{} when it is a number of type T, result_out_of_range when
+// it is one too large for T, invalid_argument otherwise.
+template <class T>
+std::errc parse_all(const std::string& text, T& value) {
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  return ptr == end ? ec : std::errc::invalid_argument;
+}
+
+// A numeric option's valid range (a transform: it runs on the text before CLI11 converts it).
+// Plain decimal only: no sign on unsigned options, no 0x, no exponent for integers. The text is
+// rewritten in canonical form, so that CLI11's own strtoull (base 0) cannot read 010 as octal.
+template <class T>
+CLI::Validator in_range(T lo, T hi, bool open_low = false) {
+  const std::string range = fmt::format("{}{}, {}]", open_low ? '(' : '[', lo, hi);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        T value{};
+        const std::errc parsed = parse_all(text, value);
+        if (parsed == std::errc::invalid_argument) {
+          double real = 0;
+          if (parse_all(text, real) == std::errc::invalid_argument) {
+            return fmt::format("'{}' is not a number; the valid range is {}", text, range);
+          }
+          if (real >= static_cast<double>(lo) && real <= static_cast<double>(hi)) {
+            return fmt::format("'{}' is not a decimal integer; the valid range is {}", text, range);
+          }
+        }
+        if (parsed != std::errc{} || !(open_low ? value > lo : value >= lo) || !(value <= hi)) {
+          return fmt::format("{} is outside the valid range {}", text, range);
+        }
+        text = fmt::format("{}", value);
+        return {};
+      },
+      range);
+}
+
+std::string memory_note() {
+  return fmt::format(
+      "Sizes must also fit in memory: a benchmark that needs more than this machine's {:.1f} GiB "
+      "is refused before it starts.",
+      physical_memory_bytes() / (1024.0 * 1024 * 1024));
+}
+
+constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
+constexpr unsigned kMaxThreads = 4096;
+
 struct Output {
   std::string format = "table";
   std::string path;
@@ -81,20 +132,22 @@ int run_cli(int argc, char** argv) {
       "run", "timed mixed workload on one structure (the thesis's CHTBench, SPEC.md §6)");
   run->add_option("-s,--structure", rc.structure, "structure name (see --list)")->required();
   run->add_option("-n,--threads", rc.threads, "n: benchmark threads")
-      ->check(CLI::Range(1u, 4096u))
+      ->transform(in_range(1u, kMaxThreads))
       ->capture_default_str();
   run->add_option("-u,--update", rc.update_pct,
                   "u: update percent, half inserts and half erases; the rest are lookups")
-      ->check(CLI::Range(0u, 100u))
+      ->transform(in_range(0u, 100u))
       ->capture_default_str();
   run->add_option("-i,--initial", rc.initial,
-                  "i: initial items, distinct keys of [1, r] chosen uniformly")
+                  "i: initial items, distinct keys of [1, r] chosen uniformly; at most r")
+      ->transform(in_range(std::uint64_t{0}, kU64Max))
       ->capture_default_str();
   run->add_option("-r,--range", rc.range,
-                  "r: keys are drawn from [1, r]; default 2i, so about half of all operations "
-                  "fail");
+                  "r: keys are drawn from [1, r]; default 2i (at most 2^64 - 1), so about half "
+                  "of all operations fail")
+      ->transform(in_range(std::uint64_t{1}, kU64Max));
   run->add_option("-d,--duration-ms", rc.duration_ms, "d: length of the timed phase, ms")
-      ->check(CLI::Range(1u, 3600000u))
+      ->transform(in_range(1u, 3600000u))
       ->capture_default_str();
   run->add_option("--dist", dist,
                   "key distribution: uniform, or zipf:THETA (key k drawn with probability "
@@ -115,7 +168,7 @@ int run_cli(int argc, char** argv) {
                 "per class (get/put/rem, suc/fail)");
   run->add_option("-k,--repeat", rc.repeat,
                   "K: repeat with a fresh structure K times; report the median")
-      ->check(CLI::Range(1u, 1000u))
+      ->transform(in_range(1u, 1000u))
       ->capture_default_str();
   CLI::Option* batch =
       run->add_option(
@@ -124,15 +177,22 @@ int run_cli(int argc, char** argv) {
              "consecutive lookups to the structure's batched lookup (hash ahead and "
              "prefetch, where it has one); updates still run one by one, in order. 1 = one "
              "call per operation; not with --latency")
-          ->check(CLI::Range(1u, 4096u))
+          ->transform(in_range(1u, 4096u))
           ->capture_default_str();
   batch->excludes("--latency");
-  run->add_option("--capacity", rc.capacity, "items every structure is sized for (default r)");
+  run->add_option("--capacity", rc.capacity,
+                  "items every structure is sized for (default r); at least i")
+      ->transform(in_range(std::uint64_t{1}, kU64Max));
   run->add_option("--fp-bits", rc.fp_bits,
-                  "filters: fingerprint bits (Bloom filters: bits per item)")
+                  "filters: fingerprint bits (Bloom filters: bits per item); each filter "
+                  "supports some widths")
+      ->transform(in_range(1u, 64u))
       ->capture_default_str();
-  run->add_option("--seed", rc.seed, "seed of every key stream")->capture_default_str();
+  run->add_option("--seed", rc.seed, "seed of every key stream")
+      ->transform(in_range(std::uint64_t{0}, kU64Max))
+      ->capture_default_str();
   run_out.add_to(*run);
+  run->footer(memory_note());
 
   // chtbench filter
   FilterBenchConfig fc;
@@ -143,13 +203,17 @@ int run_cli(int argc, char** argv) {
       "filter metrics: fill to the first failure; load factor, bits/item, false-positive rate, "
       "construction and lookup rates");
   filter->add_option("-s,--structure", fc.structure, "filter name (see --list)")->required();
-  filter->add_option("--fp-bits", fc.fp_bits, "fingerprint bits (Bloom filters: bits per item)")
+  filter
+      ->add_option("--fp-bits", fc.fp_bits,
+                   "fingerprint bits (Bloom filters: bits per item); each filter supports some "
+                   "widths")
+      ->transform(in_range(1u, 64u))
       ->capture_default_str();
   filter->add_option("--capacity", fc.capacity, "items the filter is sized for")
-      ->check(CLI::PositiveNumber)
+      ->transform(in_range(std::uint64_t{1}, kU64Max))
       ->capture_default_str();
   filter->add_option("-n,--threads", fc.threads, "n: threads (thread-safe filters only)")
-      ->check(CLI::Range(1u, 4096u))
+      ->transform(in_range(1u, kMaxThreads))
       ->capture_default_str();
   filter->add_option("--pin", filter_pin, "thread placement: default, compact or balanced")
       ->check(CLI::IsMember({"default", "compact", "balanced"}))
@@ -158,16 +222,19 @@ int run_cli(int argc, char** argv) {
       ->add_option("--fill", fc.fill,
                    "stop construction at this fraction of the slots (1: until the first "
                    "insert fails)")
-      ->check(CLI::Range(0.0, 1.0))
+      ->transform(in_range(0.0, 1.0, /*open_low=*/true))
       ->capture_default_str();
   filter
       ->add_option("--insert-batch", fc.insert_batch,
                    "construction inserts B keys per call through the filter's batched insert "
                    "(hash ahead and prefetch); 0: one insert per call")
-      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 24))
+      ->transform(in_range(std::size_t{0}, std::size_t{1} << 24))
       ->capture_default_str();
-  filter->add_option("--seed", fc.seed, "seed of the key streams")->capture_default_str();
+  filter->add_option("--seed", fc.seed, "seed of the key streams")
+      ->transform(in_range(std::uint64_t{0}, kU64Max))
+      ->capture_default_str();
   filter_out.add_to(*filter);
+  filter->footer(memory_note());
 
   // chtbench suite
   SuiteOptions so;

@@ -52,20 +52,28 @@ FilterResult run_filter_benchmark(const StructureInfo& info, FilterBenchConfig c
   }
   if (c.threads == 0) throw UsageError("--threads (n) must be at least 1");
   if (c.threads > 1 && !info.traits.thread_safe) {
-    throw UsageError(fmt::format(
-        "'{}' is sequential (not thread-safe): it runs with one thread only; use --threads 1",
-        info.name));
+    throw UsageError(
+        fmt::format("'{}' is sequential (not thread-safe): --threads (n) must be 1, not {}",
+                    info.name, c.threads));
   }
   if (c.capacity == 0) throw UsageError("--capacity must be at least 1");
   if (!(c.fill > 0 && c.fill <= 1)) {
     throw UsageError(fmt::format("--fill must lie in (0, 1], not {}", c.fill));
   }
+  // A lower bound: the filter's items and the positive and negative keys, 8 bytes each.
+  const double positive_keys = c.fill * static_cast<double>(c.capacity);
+  const double negative_keys = c.negative_queries != 0 ? static_cast<double>(c.negative_queries)
+                                                       : std::max(positive_keys, 0x1p20);
+  require_memory(
+      static_cast<double>(c.capacity) * c.fp_bits / 8 + 8 * (positive_keys + negative_keys),
+      fmt::format("--capacity {} at --fp-bits {} and --fill {}", c.capacity, c.fp_bits, c.fill));
 
   std::unique_ptr<Structure> s;
   try {
     s = info.make({.capacity = c.capacity, .fp_bits = c.fp_bits, .seed = c.seed});
   } catch (const std::invalid_argument& e) {
-    throw UsageError(fmt::format("cannot build '{}': {}", info.name, e.what()));
+    throw UsageError(fmt::format("cannot build '{}' with --capacity {} and --fp-bits {}: {}",
+                                 info.name, c.capacity, c.fp_bits, e.what()));
   }
 
   FilterResult r;

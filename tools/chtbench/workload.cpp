@@ -11,6 +11,7 @@
 #include <ccf/detail/page_buffer.hpp>
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <span>
@@ -22,6 +23,10 @@
 
 namespace chtbench {
 
+namespace {
+constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
+}  // namespace
+
 std::uint64_t OpCounts::total() const {
   return std::accumulate(n.begin(), n.end(), 0ULL);
 }
@@ -31,34 +36,67 @@ OpCounts& OpCounts::operator+=(const OpCounts& other) {
   return *this;
 }
 
+double physical_memory_bytes() {
+  return static_cast<double>(::sysconf(_SC_PHYS_PAGES)) *
+         static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
+
+void require_memory(double bytes, const std::string& sizes) {
+  constexpr double kGiB = 1024.0 * 1024 * 1024;
+  const double have = physical_memory_bytes();
+  if (bytes > have) {
+    throw UsageError(fmt::format("{}: needs {:.1f} GiB, this machine has {:.1f} GiB", sizes,
+                                 bytes / kGiB, have / kGiB));
+  }
+}
+
 RunConfig resolve(const StructureInfo& info, RunConfig c) {
   c.structure = info.name;
   if (c.threads == 0) throw UsageError("--threads (n) must be at least 1");
   if (c.threads > 1 && !info.traits.thread_safe) {
-    throw UsageError(fmt::format(
-        "'{}' is sequential (not thread-safe): it runs with one thread only; use --threads 1",
-        info.name));
+    throw UsageError(
+        fmt::format("'{}' is sequential (not thread-safe): --threads (n) must be 1, not {}",
+                    info.name, c.threads));
   }
   if (c.update_pct > 100) throw UsageError("--update (u) is a percentage: 0 to 100");
   if (c.update_pct > 0 && !info.traits.erase) {
     throw UsageError(
-        fmt::format("'{}' cannot erase, so it runs read-only: use --update 0", info.name));
+        fmt::format("'{}' cannot erase, so it runs read-only: --update (u) must be 0, not {}",
+                    info.name, c.update_pct));
   }
-  if (c.range == 0) c.range = 2 * c.initial;
+  if (c.range == 0) c.range = c.initial > kU64Max / 2 ? kU64Max : 2 * c.initial;
   if (c.range == 0) throw UsageError("--range (r) must be set when --initial (i) is 0");
   if (c.initial > c.range) {
-    throw UsageError(
-        "--initial (i) must not exceed --range (r): the initial items are distinct "
-        "keys of [1, r]");
+    throw UsageError(fmt::format(
+        "--initial (i) {} exceeds --range (r) {}: the initial items are distinct keys of [1, r], "
+        "so i must lie in [0, {}]",
+        c.initial, c.range, c.range));
   }
   if (info.traits.filter && c.threads > c.range) {
-    throw UsageError("--threads (n) must not exceed --range (r): each thread owns keys");
+    throw UsageError(fmt::format(
+        "--threads (n) {} exceeds --range (r) {}: each thread owns keys, so n must lie in "
+        "[1, {}]",
+        c.threads, c.range, c.range));
   }
   if (c.capacity == 0) c.capacity = c.range;
-  if (c.capacity < c.initial) throw UsageError("--capacity must hold the i initial items");
+  if (c.capacity < c.initial) {
+    throw UsageError(
+        fmt::format("--capacity {} cannot hold the --initial (i) {} items: it must lie in [{}, {}]",
+                    c.capacity, c.initial, c.initial, kU64Max));
+  }
   if (c.duration_ms == 0) throw UsageError("--duration-ms (d) must be at least 1");
   if (c.repeat == 0) throw UsageError("--repeat must be at least 1");
   return c;
+}
+
+void require_memory(const StructureInfo& info, const RunConfig& c) {
+  const double bitmaps = static_cast<double>(c.range) / 8 + 4096.0 * c.threads;
+  const double item_bits = info.traits.filter ? c.fp_bits : 64;
+  const double items = static_cast<double>(c.capacity) * item_bits / 8;
+  std::string sizes =
+      fmt::format("--initial {}, --range {} and --capacity {}", c.initial, c.range, c.capacity);
+  if (info.traits.filter) sizes += fmt::format(" at --fp-bits {}", c.fp_bits);
+  require_memory(bitmaps + items, sizes);
 }
 
 namespace {
@@ -86,7 +124,8 @@ class Ownership {
         divide_by_n_(std::uint64_t{threads}),
         thread_(thread),
         ranks_(thread < range ? (range - 1 - thread) / threads + 1 : 0),
-        buffer_(std::max<std::uint64_t>((ranks_ + 63) / 64, 1) * sizeof(std::uint64_t)),
+        buffer_(std::max<std::uint64_t>(ranks_ / 64 + (ranks_ % 64 != 0), 1) *
+                sizeof(std::uint64_t)),
         bits_(reinterpret_cast<std::uint64_t*>(buffer_.data())) {}  // mmap: zeroed
 
   std::uint64_t ranks() const { return ranks_; }
@@ -335,7 +374,8 @@ std::unique_ptr<Structure> make_structure(const StructureInfo& info, const RunCo
   try {
     return info.make({.capacity = c.capacity, .fp_bits = c.fp_bits, .seed = c.seed});
   } catch (const std::invalid_argument& e) {
-    throw UsageError(fmt::format("cannot build '{}': {}", info.name, e.what()));
+    throw UsageError(fmt::format("cannot build '{}' with --capacity {} and --fp-bits {}: {}",
+                                 info.name, c.capacity, c.fp_bits, e.what()));
   }
 }
 
@@ -430,6 +470,7 @@ RunResult run_benchmark(const StructureInfo& info, const RunConfig& config,
   RunResult result;
   result.config = resolve(info, config);
   const RunConfig& c = result.config;
+  require_memory(info, c);
   result.workload = info.traits.filter ? "filter" : "set";
   if (c.latency) {  // calibrate before any timed phase
     result.tsc_ghz = tsc_ghz();

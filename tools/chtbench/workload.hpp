@@ -69,7 +69,7 @@ struct RunConfig {
   unsigned threads = 1;              // n
   unsigned update_pct = 0;           // u
   std::uint64_t initial = 1u << 16;  // i
-  std::uint64_t range = 0;           // r; 0 means 2i
+  std::uint64_t range = 0;           // r; 0 means 2i (at most 2^64 - 1)
   unsigned duration_ms = 1000;       // d
   KeyDist dist{};
   Pin pin = Pin::kDefault;
@@ -105,8 +105,19 @@ struct RunResult {
   std::optional<std::array<LatencyStats, kOpClasses>> latency;
 };
 
+// This machine's physical memory, bytes.
+double physical_memory_bytes();
+
+// Throws UsageError "SIZES: needs X GiB, this machine has Y GiB" if `bytes` exceed the physical
+// memory: a size the machine cannot hold is refused before anything is allocated.
+void require_memory(double bytes, const std::string& sizes);
+
 // Checks `config` against the structure (throws UsageError) and fills in the defaults.
 RunConfig resolve(const StructureInfo& info, RunConfig config);
+
+// Throws UsageError if the resolved `config` needs more memory than the machine has: a lower
+// bound, the presence bitmaps (r bits) and the structure's items (fp_bits or 64 bits each).
+void require_memory(const StructureInfo& info, const RunConfig& config);
 
 // Runs config.repeat repeats (a fresh structure each) plus the memory-limit probe.
 // `on_repeat(k)` is called before repeat k (progress display).

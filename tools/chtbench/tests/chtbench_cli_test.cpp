@@ -2,11 +2,16 @@
 // kind of bad argument.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli.hpp"
@@ -64,7 +69,7 @@ TEST(Cli, BadArgumentsGetAMessageAndExitStatus2) {
       {{"run", "--structure", "std-set-rwlock", "--dist", "zipf:abc"}, "zipf:THETA"},
       {{"run", "--structure", "std-set-rwlock", "--pin", "sideways"}, "--pin"},
       {{"run", "--structure", "std-set-rwlock", "--initial", "10", "--range", "5"},
-       "must not exceed --range"},
+       "exceeds --range (r) 5"},
       {{"run", "--structure", "std-set-rwlock", "--format", "xml"}, "--format"},
       {{"run"}, "--structure is required"},
       {{"filter", "--structure", "std-set-rwlock"}, "not a filter"},
@@ -84,6 +89,156 @@ TEST(Cli, BadArgumentsGetAMessageAndExitStatus2) {
     EXPECT_NE(o.err.find(message), std::string::npos) << "expected '" << message << "' in:\n"
                                                       << o.err;
   }
+}
+
+// Every numeric option of every subcommand, its valid range as --help and the messages print
+// it, and values outside it: zero where zero is invalid, negative, too large for the range or
+// the type, not a number, not a whole number, and forms strtoull would read (0x10).
+struct NumericOption {
+  std::string command, name, range;
+  std::vector<std::string> bad;
+};
+
+const std::string kMax = "18446744073709551615";
+const std::string kTooBig = "18446744073709551616";
+
+const std::vector<NumericOption> kNumericOptions = {
+    {"run", "--threads", "[1, 4096]", {"0", "-1", "4097", "4294967296", kTooBig, "two", "1.5", ""}},
+    {"run", "--update", "[0, 100]", {"-1", "101", "4294967296", "ten", "0.5"}},
+    {"run", "--initial", "[0, " + kMax + "]", {"-1", kTooBig, "many", "1e3"}},
+    {"run", "--range", "[1, " + kMax + "]", {"0", "-1", kTooBig, "big", "0x10"}},
+    {"run", "--duration-ms", "[1, 3600000]", {"0", "-5", "3600001", "1s"}},
+    {"run", "--repeat", "[1, 1000]", {"0", "-1", "1001", "three"}},
+    {"run", "--batch", "[1, 4096]", {"0", "-1", "4097", "x"}},
+    {"run", "--capacity", "[1, " + kMax + "]", {"0", "-1", kTooBig, "lots"}},
+    {"run", "--fp-bits", "[1, 64]", {"0", "-12", "65", "twelve"}},
+    {"run", "--seed", "[0, " + kMax + "]", {"-1", kTooBig, "seed", "1.0"}},
+    {"filter", "--fp-bits", "[1, 64]", {"0", "-12", "65", "4294967308", "twelve"}},
+    {"filter", "--capacity", "[1, " + kMax + "]", {"0", "-1", kTooBig, "lots", "1e6"}},
+    {"filter", "--threads", "[1, 4096]", {"0", "-1", "4097", "two"}},
+    {"filter", "--fill", "(0, 1]", {"0", "-0.5", "1.5", "nan", "inf", "half"}},
+    {"filter", "--insert-batch", "[0, 16777216]", {"-1", "16777217", kTooBig, "many"}},
+    {"filter", "--seed", "[0, " + kMax + "]", {"-1", kTooBig, "seed"}},
+};
+
+// A valid command line of the subcommand. `run` asks for a 5 s timed phase, so that a
+// benchmark that started would show in the elapsed time.
+std::vector<std::string> base(const std::string& command) {
+  if (command == "run") return {"run", "-s", "ccf-striped", "-d", "5000"};
+  return {"filter", "-s", "ccf-striped"};
+}
+
+// Runs a command line that must be refused: status 2, every expected piece in the message, and
+// nothing run: no output file, nothing on stdout, no time spent.
+void expect_refused(std::vector<std::string> args, const std::vector<std::string>& expected) {
+  const auto out = std::filesystem::temp_directory_path() / "chtbench_cli_refused.json";
+  std::filesystem::remove(out);
+  args.insert(args.end(), {"--format", "json", "--out", out.string()});
+  std::string line;
+  for (const auto& a : args) line += " " + a;
+  const auto start = std::chrono::steady_clock::now();
+  const Outcome o = run(args);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(o.status, 2) << line << "\n" << o.err;
+  for (const auto& piece : expected) {
+    EXPECT_NE(o.err.find(piece), std::string::npos) << line << ": expected '" << piece << "' in:\n"
+                                                    << o.err;
+  }
+  EXPECT_TRUE(o.out.empty()) << line;
+  EXPECT_FALSE(std::filesystem::exists(out)) << line;
+  EXPECT_LT(elapsed, std::chrono::seconds(2)) << line;
+}
+
+TEST(Cli, NumericOptionsOutsideTheirRangeAreRefusedWithTheRange) {
+  for (const NumericOption& option : kNumericOptions) {
+    for (const std::string& value : option.bad) {
+      std::vector<std::string> args = base(option.command);
+      args.insert(args.end(), {option.name, value});
+      expect_refused(args, {option.name + ": ", option.range, value});
+    }
+  }
+}
+
+TEST(Cli, SizesBeyondMemoryAreRefusedBeforeAllocating) {
+  const std::string in_memory = "GiB, this machine has ";
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
+      {{"run", "-s", "ccf-striped", "-r", kMax}, {"--range " + kMax, in_memory}},
+      {{"run", "-s", "std-set-rwlock", "-r", kMax}, {"--range " + kMax, in_memory}},
+      {{"run", "-s", "ccf-striped", "-r", "9223372036854775808"},
+       {"--range 9223372036854775808", in_memory}},
+      {{"run", "-s", "std-set-rwlock", "-i", "9223372036854775808"},
+       {"--initial 9223372036854775808", "--range " + kMax, in_memory}},
+      {{"run", "-s", "tbb-hash-map", "-i", "10", "-r", "100", "--capacity", "1152921504606846976"},
+       {"--capacity 1152921504606846976", in_memory}},
+      {{"filter", "-s", "cuckoo-filter", "--capacity", "4294967296000"},
+       {"--capacity 4294967296000", in_memory}},
+      {{"filter", "-s", "bloom", "--capacity", kMax, "--fp-bits", "64", "--fill", "0.001"},
+       {"--capacity " + kMax, "--fp-bits 64", in_memory}},
+  };
+  for (const auto& [args, expected] : cases) expect_refused(args, expected);
+}
+
+TEST(Cli, ConflictingValuesAreRefusedWithTheRange) {
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
+      {{"run", "-s", "ccf-striped", "-i", "10", "-r", "5"},
+       {"--initial (i) 10", "--range (r) 5", "[0, 5]"}},
+      {{"run", "-s", "ccf-striped", "-i", "100", "-r", "1000", "--capacity", "50"},
+       {"--capacity 50", "[100, " + kMax + "]"}},
+      {{"run", "-s", "ccf-striped", "-n", "4", "-i", "1", "-r", "2"},
+       {"--threads (n) 4", "[1, 2]"}},
+      {{"run", "-s", "cuckoo-filter", "-n", "2"}, {"--threads (n) must be 1, not 2"}},
+      {{"filter", "-s", "cuckoo-filter", "-n", "2"}, {"--threads (n) must be 1, not 2"}},
+      {{"run", "-s", "bloom", "-u", "10"}, {"--update (u) must be 0, not 10"}},
+      {{"run", "-s", "ccf-striped", "-i", "0"}, {"--range (r) must be set", "--initial (i) is 0"}},
+      {{"run", "-s", "ccf-striped", "--batch", "4", "--latency"}, {"--batch", "--latency"}},
+      {{"run", "-s", "ccf-striped", "-n", "1", "-n", "2"}, {"--threads"}},
+      {{"run", "-s", "cuckoo-filter", "--fp-bits", "7"}, {"--fp-bits 7", "supported"}},
+      {{"filter", "-s", "cuckoo-filter", "--fp-bits", "7"}, {"--fp-bits 7", "supported"}},
+      {{"filter", "-s", "ccf-striped", "--fp-bits", "8"}, {"--fp-bits 8", "supports --fp-bits"}},
+  };
+  for (const auto& [args, expected] : cases) expect_refused(args, expected);
+}
+
+// --help of every subcommand states the range of every numeric option, and the table above
+// covers every one of them.
+TEST(Cli, HelpStatesTheRangeOfEveryNumericOption) {
+  std::map<std::pair<std::string, std::string>, std::string> table;
+  for (const NumericOption& option : kNumericOptions) {
+    table[{option.command, option.name}] = option.range;
+  }
+  const std::string top = run({"--help"}).out;
+  const std::regex subcommand_line(R"(\n  ([a-z]+) )");
+  std::set<std::string> commands;
+  const auto listed = top.substr(top.find("Subcommands:"));
+  for (std::sregex_iterator m(listed.begin(), listed.end(), subcommand_line), end; m != end; ++m) {
+    commands.insert((*m)[1]);
+  }
+  EXPECT_EQ(commands, (std::set<std::string>{"run", "filter", "suite"}));
+
+  const std::regex numeric(R"((--[a-z-]+) (?:UINT|INT|FLOAT)(?::([\[(][^\]]*\]))?)");
+  std::size_t seen = 0;
+  for (const std::string& command : commands) {
+    const Outcome o = run({command, "--help"});
+    ASSERT_EQ(o.status, 0) << command;
+    for (std::sregex_iterator m(o.out.begin(), o.out.end(), numeric), end; m != end; ++m) {
+      const auto it = table.find({command, (*m)[1]});
+      ASSERT_NE(it, table.end()) << command << " " << (*m)[1] << " is not in kNumericOptions";
+      EXPECT_EQ((*m)[2], it->second) << command << " " << (*m)[1];
+      ++seen;
+    }
+    if (command != "suite") {
+      EXPECT_NE(o.out.find("fit in memory"), std::string::npos) << command;
+    }
+  }
+  EXPECT_EQ(seen, table.size());
+}
+
+// Leading zeros are decimal (CLI11 alone would read 010 as octal 8).
+TEST(Cli, NumbersAreDecimal) {
+  const Outcome o = run({"filter", "-s", "blocked-bloom", "--capacity", "04096", "--fill", "0.5",
+                         "--format", "json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_EQ(nlohmann::json::parse(o.out)["capacity"], 4096);
 }
 
 TEST(Cli, WritesJsonToTheOutputFile) {
