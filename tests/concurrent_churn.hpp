@@ -19,6 +19,7 @@
 #include <atomic>
 #include <barrier>
 #include <concepts>
+#include <functional>
 #include <random>
 #include <span>
 #include <thread>
@@ -49,6 +50,7 @@ struct ChurnConfig {
   int operations_per_writer;      // at least; writers go on until the readers are done
   std::uint64_t min_lookups = 0;  // readers go on until they did at least this many together
   bool writers_outlast_readers = false;
+  std::function<void()> after_fill = {};  // runs once the resident keys are in, before the churn
 };
 
 // Returns the number of lookups the readers made (all checked).
@@ -62,6 +64,7 @@ std::uint64_t churn(Filter& filter, const ChurnConfig& config) {
       return 0;
     }
   }
+  if (config.after_fill) config.after_fill();
   const auto per_writer = static_cast<std::size_t>(config.pool * capacity) / config.writers;
   const std::uint64_t min_lookups_per_reader = config.min_lookups / config.readers;
 

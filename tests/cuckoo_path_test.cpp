@@ -1,18 +1,41 @@
 // The breadth-first cuckoo-path search: every path it returns is a valid chain of moves
 // (each fingerprint goes to its own alternate bucket), ends at a bucket with room, never
-// repeats a bucket, is as short as any, and its compressed integer form decodes to the same
-// slots and start.
+// repeats a bucket, is as short as any (an independent search agrees), and its compressed integer
+// form decodes to the same slots and start; a search that finds none had none within its depth.
 #include "ccf/detail/cuckoo_path.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <deque>
 #include <random>
 #include <set>
+#include <unordered_set>
 
 #include "ccf/detail/addressing.hpp"
 #include "ccf/detail/packed_table.hpp"
 
 namespace {
+
+// An independent breadth-first search over the cuckoo graph: the fewest displacements (1 to
+// max_depth) after which some bucket reachable from i1 or i2 has room; 0 if none.
+template <class Table, class Addressing>
+unsigned shortest_depth(const Table& table, const Addressing& addressing, std::uint64_t i1,
+                        std::uint64_t i2, unsigned max_depth) {
+  std::unordered_set<std::uint64_t> seen{i1, i2};
+  std::deque<std::pair<std::uint64_t, unsigned>> queue{{i1, 0}, {i2, 0}};
+  while (!queue.empty()) {
+    const auto [bucket, depth] = queue.front();
+    queue.pop_front();
+    if (depth == max_depth) continue;
+    for (unsigned slot = 0; slot < Table::kSlots; ++slot) {
+      const std::uint64_t child = addressing.alternate(bucket, table.read(bucket, slot));
+      if (table.has_empty(child)) return depth + 1;
+      if (seen.insert(child).second) queue.emplace_back(child, depth + 1);
+    }
+  }
+  return 0;
+}
 
 TEST(CuckooPath, PathsAreValidShortestAndDecodable) {
   constexpr std::size_t kBuckets = 4096;
@@ -20,18 +43,26 @@ TEST(CuckooPath, PathsAreValidShortestAndDecodable) {
   const ccf::detail::Addressing<12> addressing(kBuckets);
   std::mt19937_64 rng(3);
   using Path = ccf::detail::CuckooPath<4>;
-  int searched = 0, found = 0;
-  for (int attempt = 0; attempt < 200'000 && found < 2000; ++attempt) {
+  int searched = 0, found = 0, multi_step = 0, failed = 0;
+  // Until the table is so full that searches fail: failures are checked too.
+  for (int attempt = 0; attempt < 200'000 && (found < 2000 || failed < 100); ++attempt) {
     const std::uint64_t hash = rng();
     const std::uint64_t i1 = addressing.index(hash);
     const std::uint32_t fp = addressing.fingerprint(hash);
     const std::uint64_t i2 = addressing.alternate(i1, fp);
     if (table.try_insert(i1, fp) || table.try_insert(i2, fp)) continue;
     ++searched;
+    const unsigned shortest = shortest_depth(table, addressing, i1, i2, Path::kMaxDepth);
     Path path;
-    if (!ccf::detail::find_cuckoo_path(table, addressing, i1, i2, path)) continue;
+    if (!ccf::detail::find_cuckoo_path(table, addressing, i1, i2, path)) {
+      ASSERT_EQ(shortest, 0u) << "no path reported, but one of " << shortest << " moves exists";
+      ++failed;
+      continue;
+    }
     ++found;
-    ASSERT_GE(path.length, 2u);
+    // As short as any: the reference search finds no shorter one.
+    ASSERT_EQ(path.length, shortest + 1);
+    multi_step += path.length > 2;
     ASSERT_EQ(path.steps[0].bucket, (path.code & 1) ? i2 : i1);
     std::set<std::uint64_t> seen;
     for (unsigned k = 0; k + 1 < path.length; ++k) {
@@ -43,6 +74,7 @@ TEST(CuckooPath, PathsAreValidShortestAndDecodable) {
       // Shortest: no bucket before the last has room (else the search would have stopped).
       ASSERT_FALSE(table.has_empty(step.bucket));
     }
+    ASSERT_TRUE(seen.insert(path.steps[path.length - 1].bucket).second) << "bucket repeated";
     ASSERT_TRUE(table.has_empty(path.steps[path.length - 1].bucket));
     // Execute it as the sequential filter does; the item then fits.
     for (unsigned k = path.length - 1; k > 0; --k) {
@@ -53,7 +85,11 @@ TEST(CuckooPath, PathsAreValidShortestAndDecodable) {
     ASSERT_TRUE(table.try_insert(path.steps[0].bucket, fp));
   }
   EXPECT_GE(found, 2000);
-  EXPECT_GE(searched, found);
+  EXPECT_GE(failed, 100);
+  std::printf("%d searches, %d paths found, %d of more than one move\n", searched, found,
+              multi_step);
+  // Paths of several moves were checked too, not only single displacements.
+  EXPECT_GT(multi_step, found / 10);
 }
 
 }  // namespace

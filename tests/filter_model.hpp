@@ -545,6 +545,11 @@ ModelReport check_model(std::unique_ptr<Filter>& filter, const ModelConfig& conf
   print_report(report, 1);
   EXPECT_TRUE(report.failure.empty()) << report.failure;
   expect_coverage(config, report);
+  // A run given a reload did save and load (a reload that always skips tests nothing).
+  if (report.failure.empty() && reload && config.reload_every != 0 &&
+      std::min(epoch_length, config.operations) >= config.reload_every) {
+    EXPECT_GT(report.reloads, 0u) << "the filter was never saved and loaded";
+  }
   return report;
 }
 

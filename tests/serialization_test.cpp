@@ -127,6 +127,12 @@ TEST_F(Corruption, GoodFileLoads) {
   std::istringstream in(good_);
   target_.load(in);
   EXPECT_EQ(target_.size(), 3000u);
+  // The target now is the source: every key found, the same table, nothing of its own left.
+  EXPECT_EQ(target_.capacity(), source_.capacity());
+  std::size_t missing = 0;
+  for (std::uint64_t key = 0; key < 3000; ++key) missing += !target_.contains(key);
+  EXPECT_EQ(missing, 0u);
+  EXPECT_EQ(saved(target_), good_);
 }
 
 TEST_F(Corruption, EveryTruncationIsRejected) {
@@ -215,6 +221,9 @@ TEST(SemiSortedCorruption, InvalidCodeIsRejected) {
   const std::size_t size = bytes.size() - payload - 8;
   const std::uint64_t sum = XXH3_64bits(bytes.data() + payload, size);
   bytes.replace(bytes.size() - 8, 8, reinterpret_cast<const char*>(&sum), 8);
+  // Loaded into a filter that holds keys: the failed load leaves them all in place.
+  for (std::uint64_t key = 0; key < 50; ++key) ASSERT_EQ(filter.insert(key), Status::kOk);
+  const std::string before = saved(filter);
   std::istringstream in(bytes);
   try {
     filter.load(in);
@@ -223,6 +232,7 @@ TEST(SemiSortedCorruption, InvalidCodeIsRejected) {
     EXPECT_NE(std::string(error.what()).find("malformed bucket"), std::string::npos)
         << error.what();
   }
+  EXPECT_EQ(saved(filter), before) << "a failed load changed the filter";
 }
 
 TEST(AnyCuckooFilterLoad, RejectsUnsupportedShapeInFile) {
