@@ -21,20 +21,26 @@
 //   96+n    8     XXH3-64 of the payload
 //
 // Readers check, in order: magic, version, header checksum, parameter sanity (supported shape,
-// payload size consistent with the bucket count, victim inside the table, bucket count within
-// the size limit and, on seekable streams, within the bytes actually present), then read and
-// checksum the payload, and finally validate every bucket. Only then does a load take effect.
+// payload size consistent with the bucket count, victim inside the table, bucket count and
+// payload within the 64 TiB size limit and, on seekable streams, within the bytes actually
+// present), then read and checksum the payload, and finally validate every bucket. Only then
+// does a load take effect. The payload is read in 1 MiB chunks and the table allocated only
+// once it is whole and its checksum holds, so a load never holds more memory than the stream
+// delivered plus one chunk, whatever a header claims and whether or not the stream can seek.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
 #include <istream>
+#include <memory>
 #include <ostream>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
@@ -144,7 +150,7 @@ class HeaderCodec {
     }
     if (h.payload_bytes > kMaxTableBytes) {
       throw FormatError("payload of " + std::to_string(h.payload_bytes) +
-                        " bytes exceeds the size limit");
+                        " bytes exceeds the 64 TiB table size limit");
     }
     if (h.victim_used && h.victim_bucket >= h.buckets) {
       throw FormatError("victim bucket outside the table");
@@ -191,6 +197,40 @@ inline void require_available(std::istream& in, std::uint64_t bytes) {
   }
 }
 
+// The payload is read in chunks of this size, so memory grows with the bytes the stream
+// actually delivers, never with the size a header announces.
+inline constexpr std::size_t kPayloadChunkBytes = std::size_t{1} << 20;
+
+// Every chunk holds kPayloadChunkBytes except the last, which holds the rest.
+using PayloadChunks = std::vector<std::unique_ptr<std::byte[]>>;
+
+// Reads `bytes` payload bytes and the checksum after them. Holds at most one chunk more than
+// the stream has delivered. Throws FormatError if the stream ends early or the checksum fails.
+inline PayloadChunks read_payload(std::istream& in, std::uint64_t bytes) {
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  PayloadChunks chunks;
+  for (std::uint64_t done = 0; done < bytes;) {
+    const auto size =
+        static_cast<std::size_t>(std::min<std::uint64_t>(kPayloadChunkBytes, bytes - done));
+    std::byte* chunk = chunks.emplace_back(std::make_unique_for_overwrite<std::byte[]>(size)).get();
+    in.read(reinterpret_cast<char*>(chunk), static_cast<std::streamsize>(size));
+    done += static_cast<std::uint64_t>(in.gcount());
+    if (!in) {
+      throw FormatError("truncated cuckoo filter payload: " + std::to_string(bytes) +
+                        " bytes announced, " + std::to_string(done) + " present");
+    }
+    XXH3_64bits_update(&state, chunk, size);
+  }
+  std::uint64_t checksum = 0;
+  in.read(reinterpret_cast<char*>(&checksum), sizeof checksum);
+  if (!in) throw FormatError("truncated cuckoo filter: the payload checksum is missing");
+  if (checksum != XXH3_64bits_digest(&state)) {
+    throw FormatError("cuckoo filter payload checksum mismatch (corrupted file)");
+  }
+  return chunks;
+}
+
 // Writes a whole filter: header, payload, payload checksum. Throws std::ios_base::failure.
 inline void write_filter(std::ostream& out, const FilterHeader& header,
                          std::span<const std::byte> payload) {
@@ -220,9 +260,10 @@ FilterHeader shape_of() {
 }
 
 // The rest of a filter whose header `h` was read: checks that the file's shape is Table's and
-// its sizes are consistent, reads the payload into a new Table, checks the checksum, that every
-// bucket is valid and that the occupied slots (+ victim) match the item count. Throws
-// FormatError; builds nothing the caller sees unless everything holds.
+// its sizes are consistent, reads the payload and checks its checksum, only then builds a new
+// Table from it, and checks that every bucket is valid and that the occupied slots (+ victim)
+// match the item count. Throws FormatError; builds nothing the caller sees unless everything
+// holds.
 template <class Table>
 Table read_table(const FilterHeader& h, std::istream& in) {
   const FilterHeader mine = shape_of<Table>();
@@ -237,14 +278,14 @@ Table read_table(const FilterHeader& h, std::istream& in) {
     throw FormatError("corrupted victim fingerprint");
   }
   require_available(in, h.payload_bytes + sizeof(std::uint64_t));
+  PayloadChunks chunks = read_payload(in, h.payload_bytes);
   Table table(h.buckets);
-  auto payload = table.payload();
-  in.read(reinterpret_cast<char*>(payload.data()), static_cast<std::streamsize>(payload.size()));
-  std::uint64_t checksum = 0;
-  in.read(reinterpret_cast<char*>(&checksum), sizeof checksum);
-  if (!in) throw FormatError("truncated cuckoo filter payload");
-  if (checksum != XXH3_64bits(payload.data(), payload.size())) {
-    throw FormatError("cuckoo filter payload checksum mismatch (corrupted file)");
+  const std::span<std::byte> payload = table.payload();
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const std::size_t at = i * kPayloadChunkBytes;
+    std::memcpy(payload.data() + at, chunks[i].get(),
+                std::min(kPayloadChunkBytes, payload.size() - at));
+    chunks[i].reset();  // the payload is held once, in chunks or in the table
   }
   const auto occupied = table.count_occupied();
   if (!occupied) throw FormatError("malformed bucket in the cuckoo filter payload");
