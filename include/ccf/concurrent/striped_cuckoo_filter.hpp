@@ -71,9 +71,9 @@
 #include "ccf/detail/addressing.hpp"
 #include "ccf/detail/atomic_packed_table.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
-#include "ccf/detail/filter_format.hpp"
 #include "ccf/detail/key_api.hpp"
 #include "ccf/detail/occupancy_api.hpp"
+#include "ccf/detail/victimless_format.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 
@@ -133,36 +133,18 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
 
   // Not concurrent with writers: quiesce the filter first (lookups may go on).
   void save(std::ostream& out) const {
-    detail::FilterHeader h = detail::shape_of<table_type>();
-    h.buckets = table_.bucket_count();
-    h.capacity = requested_capacity_;
-    h.items = size();
-    h.seed = seed_;
-    h.max_kicks = max_kicks_;
-    h.payload_bytes = table_.payload().size();
-    detail::write_filter(out, h, table_.payload());
+    detail::write_victimless(out, table_, size(), {requested_capacity_, seed_, max_kicks_});
   }
 
-  // Reads a filter saved by this class or by CuckooFilter<PackedTable<F, b>>. A sequential
-  // filter's victim entry is put into its bucket (or the alternate); if neither has room the
-  // file cannot be held without a victim slot and is refused. Throws FormatError.
+  // Reads a filter saved by any filter of this shape (sequential, striped, COP). Throws
+  // FormatError, also for a sequential filter's victim entry that has no room.
   static std::unique_ptr<StripedCuckooFilter> load(std::istream& in) {
-    const detail::FilterHeader h = detail::HeaderCodec::read(in);
-    table_type table = detail::read_table<table_type>(h, in);
-    if (h.victim_used) {
-      const detail::Addressing<kFpBits> addressing(h.buckets);
-      if (!table.try_insert(h.victim_bucket, h.victim_fp) &&
-          !table.try_insert(addressing.alternate(h.victim_bucket, h.victim_fp), h.victim_fp)) {
-        throw FormatError(
-            "the file's victim entry has no room in its buckets; load it into a "
-            "sequential CuckooFilter");
-      }
-    }
+    auto file = detail::read_victimless<table_type>(in, "striped filter");
     FilterOptions options;
-    options.seed = h.seed;
-    options.max_kicks = h.max_kicks;
+    options.seed = file.fields.seed;
+    options.max_kicks = file.fields.max_kicks;
     std::unique_ptr<StripedCuckooFilter> filter(
-        new StripedCuckooFilter(std::move(table), h.capacity, options));
+        new StripedCuckooFilter(std::move(file.table), file.fields.capacity, options));
     for (std::uint64_t bucket = 0; bucket < filter->table_.bucket_count(); ++bucket) {
       for (unsigned slot = 0; slot < kSlots; ++slot) {
         if (filter->table_.read(bucket, slot) != 0) {
