@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake git pkg-config clang-format
+  clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libxxhash-dev libtbb-dev liburcu-dev libabsl-dev libhwloc-dev libdivide-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev

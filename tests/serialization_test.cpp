@@ -8,7 +8,10 @@
 #include <vector>
 
 #include "ccf/any_cuckoo_filter.hpp"
+#include "ccf/concurrent/cop_cuckoo_filter.hpp"
+#include "ccf/concurrent/striped_cuckoo_filter.hpp"
 #include "ccf/cuckoo_filter.hpp"
+#include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
 #include "filter_shapes.hpp"
 #include "test_keys.hpp"
 
@@ -209,6 +212,27 @@ TEST_F(Corruption, ImpossibleParametersAreRejectedBeforeAllocating) {
                   "victim");
   expect_rejected(with_header([](auto& h) { h.max_kicks = ~0u; }), "max_kicks");
   expect_rejected(with_header([](auto& h) { h.fp_bits = 13; }), "13-bit");
+}
+
+// Every load reads the header through the same checks: a max_kicks that no constructor accepts
+// is refused by the concurrent filters' loads and by AnyCuckooFilter too, not only by the
+// sequential filter (a fuzzer found the striped and lock-free loads taking it and saving it on).
+TEST_F(Corruption, EveryLoadRefusesAnImpossibleMaxKicks) {
+  const std::string bytes =
+      with_header([](auto& h) { h.max_kicks = ccf::detail::kMaxKicksLimit + 1; });
+  const auto expect_refused = [&](const char* which, auto load) {
+    std::istringstream in(bytes);
+    try {
+      load(in);
+      ADD_FAILURE() << which << " accepted max_kicks above the limit";
+    } catch (const FormatError& error) {
+      EXPECT_NE(std::string(error.what()).find("max_kicks"), std::string::npos) << error.what();
+    }
+  };
+  expect_refused("striped", [](std::istream& in) { ccf::StripedCuckooFilter<12>::load(in); });
+  expect_refused("COP", [](std::istream& in) { ccf::CopCuckooFilter<12>::load(in); });
+  expect_refused("lock-free", [](std::istream& in) { ccf::LockFreeCuckooFilter<12>::load(in); });
+  expect_refused("any", [](std::istream& in) { ccf::AnyCuckooFilter::load(in); });
 }
 
 TEST(SemiSortedCorruption, InvalidCodeIsRejected) {

@@ -68,7 +68,6 @@ namespace detail {
 constexpr double default_max_load(unsigned slots) {
   return slots == 2 ? 0.85 : slots == 4 ? 0.94 : 0.97;
 }
-inline constexpr unsigned kMaxKicksLimit = 1u << 20;
 
 // Buckets for `capacity` items at the options' sizing load; throws std::invalid_argument for
 // bad parameters (shared by every filter over a table of this kind).
@@ -156,7 +155,6 @@ class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>>,
 
   // Reads the rest of a filter whose header was already read (used by AnyCuckooFilter).
   static CuckooFilter from_stream(const detail::FilterHeader& h, std::istream& in) {
-    if (h.max_kicks > detail::kMaxKicksLimit) throw FormatError("corrupted max_kicks");
     FilterOptions options;
     options.seed = h.seed;
     options.max_kicks = h.max_kicks;
@@ -201,7 +199,8 @@ class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>>,
   bool probe(const Location& at) const noexcept {
     // Both buckets are read unconditionally: their cache misses overlap, and a lookup has no
     // data-dependent branch to mispredict. The victim branch is almost never taken.
-    const bool in_table = table_.contains(at.primary, at.fp) | table_.contains(at.alternate, at.fp);
+    const bool in_table = detail::found_in_either(table_.contains(at.primary, at.fp),
+                                                  table_.contains(at.alternate, at.fp));
     if (victim_.used) [[unlikely]] {
       return in_table | (victim_.fp == at.fp &&
                          (victim_.bucket == at.primary || victim_.bucket == at.alternate));

@@ -249,7 +249,8 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
   bool probe(const Location& at) const noexcept {
     if constexpr (Reads == ReadMode::kLocking) {
       StripeGuard guard(*this, at.primary, at.alternate);
-      return table_.contains(at.primary, at.fp) | table_.contains(at.alternate, at.fp);
+      return detail::found_in_either(table_.contains(at.primary, at.fp),
+                                     table_.contains(at.alternate, at.fp));
     } else {
       const Stripe& first = stripe_of(at.primary);
       const Stripe& second = stripe_of(at.alternate);
@@ -259,8 +260,8 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
         const std::uint64_t seq2 = second.seq.load(std::memory_order_acquire);
         if (((seq1 | seq2) & 1) == 0) {
           // (4) acquire loads: if they see a writer's update (2), (6) sees its odd seq.
-          const bool found =
-              table_.contains(at.primary, at.fp) | table_.contains(at.alternate, at.fp);
+          const bool found = detail::found_in_either(table_.contains(at.primary, at.fp),
+                                                     table_.contains(at.alternate, at.fp));
           // (6)
           if (first.seq.load(std::memory_order_relaxed) == seq1 &&
               second.seq.load(std::memory_order_relaxed) == seq2) {

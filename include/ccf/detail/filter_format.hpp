@@ -55,6 +55,8 @@ inline constexpr std::uint32_t kFilterFormatVersion = 1;
 // The largest table any ccf filter allocates (64 TiB): a bound that rejects absurd capacities
 // and corrupted sizes before any allocation is attempted.
 inline constexpr std::uint64_t kMaxTableBytes = std::uint64_t{1} << 46;
+// Cuckoo kicks an insert may make before it reports the filter full (FilterOptions::max_kicks).
+inline constexpr unsigned kMaxKicksLimit = 1u << 20;
 
 enum class TableLayout : std::uint32_t { kPacked = 1, kSemiSorted = 2 };
 
@@ -142,6 +144,10 @@ class HeaderCodec {
       throw FormatError("unknown bucket layout " + std::to_string(layout));
     }
     if (victim_used > 1) throw FormatError("corrupted victim flag");
+    if (h.max_kicks > kMaxKicksLimit) {
+      throw FormatError("corrupted max_kicks " + std::to_string(h.max_kicks) + " (at most " +
+                        std::to_string(kMaxKicksLimit) + ")");
+    }
     h.layout = static_cast<TableLayout>(layout);
     h.victim_used = victim_used == 1;
     // Every bucket takes at least one byte, so this also bounds the bucket count.

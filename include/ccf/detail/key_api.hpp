@@ -27,6 +27,12 @@ Location prefetch_both(const Table& table, const Location& at) noexcept {
   return at;
 }
 
+// a || b with both already evaluated: lookups probe both buckets unconditionally (their cache
+// misses overlap, and no data-dependent branch can mispredict), then combine without a branch.
+constexpr bool found_in_either(bool a, bool b) noexcept {
+  return (static_cast<unsigned>(a) | static_cast<unsigned>(b)) != 0;
+}
+
 template <class Filter>
 class KeyApi {
  public:

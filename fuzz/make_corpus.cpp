@@ -1,0 +1,150 @@
+// Writes the seed corpus of the loader targets (fuzz/corpus/<target>/): small valid files of
+// every shape saved by the library itself, files with a victim entry, and malformed files
+// (bad magic, truncated header and payload, bad header and payload checksums). The output is
+// deterministic. Usage: make_fuzz_corpus DIRECTORY   (normally fuzz/corpus)
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+#include "ccf/concurrent/striped_cuckoo_filter.hpp"
+#include "ccf/cuckoo_filter.hpp"
+#include "ccf/detail/filter_format.hpp"
+#include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ccf::CuckooFilter;
+using ccf::PackedTable;
+using ccf::SemiSortedTable;
+
+constexpr ccf::FilterOptions kOptions{.seed = 0x5eed, .max_kicks = 50};
+
+template <class Filter>
+std::string saved(const Filter& filter) {
+  std::ostringstream out;
+  filter.save(out);
+  return std::move(out).str();
+}
+
+void write(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+// "packed-12x4" or "semi-sorted-8x4".
+template <class Filter>
+std::string shape_name() {
+  return std::string(Filter::table_type::kLayout) + "-" + std::to_string(Filter::kFpBits) + "x" +
+         std::to_string(Filter::kSlots);
+}
+
+// The file of a filter for 24 items holding 12.
+template <class Filter, class Options = ccf::FilterOptions>
+std::string half_full(const Options& options = kOptions) {
+  Filter filter(24, options);
+  for (std::uint64_t key = 1; key <= 12; ++key) static_cast<void>(filter.insert(key));
+  return saved(filter);
+}
+
+// A sequential filter filled until an insert parks a fingerprint in the victim slot.
+template <class Filter>
+std::string with_victim() {
+  Filter filter(8, kOptions);
+  for (std::uint64_t key = 1; !filter.victim_used(); ++key) static_cast<void>(filter.insert(key));
+  return saved(filter);
+}
+
+// Malformed variants of a valid file.
+void write_malformed(const fs::path& dir, const std::string& valid) {
+  constexpr std::size_t kHeader = ccf::detail::FilterHeader::kEncodedSize;
+  std::string bad_magic = valid;
+  bad_magic[0] = 'X';
+  write(dir / "bad-magic.ccf", bad_magic);
+  write(dir / "truncated-header.ccf", valid.substr(0, kHeader / 2));
+  write(dir / "truncated-payload.ccf", valid.substr(0, kHeader + (valid.size() - kHeader) / 2));
+  std::string bad_header = valid;
+  bad_header[40] ^= 1;  // items stored
+  write(dir / "bad-header-checksum.ccf", bad_header);
+  std::string bad_payload = valid;
+  bad_payload[kHeader] ^= 0x10;
+  write(dir / "bad-payload-checksum.ccf", bad_payload);
+}
+
+template <class... Filters>
+void write_sequential(const fs::path& dir) {
+  (write(dir / (shape_name<Filters>() + ".ccf"), half_full<Filters>()), ...);
+}
+
+void cuckoo_filter_corpus(const fs::path& dir) {
+  write_sequential<CuckooFilter<PackedTable<4, 2>>, CuckooFilter<PackedTable<4, 4>>,
+                   CuckooFilter<PackedTable<4, 8>>, CuckooFilter<PackedTable<8, 2>>,
+                   CuckooFilter<PackedTable<8, 4>>, CuckooFilter<PackedTable<8, 8>>,
+                   CuckooFilter<PackedTable<12, 2>>, CuckooFilter<PackedTable<12, 4>>,
+                   CuckooFilter<PackedTable<12, 8>>, CuckooFilter<PackedTable<16, 2>>,
+                   CuckooFilter<PackedTable<16, 4>>, CuckooFilter<PackedTable<16, 8>>,
+                   CuckooFilter<PackedTable<32, 2>>, CuckooFilter<PackedTable<32, 4>>,
+                   CuckooFilter<PackedTable<32, 8>>, CuckooFilter<SemiSortedTable<8>>,
+                   CuckooFilter<SemiSortedTable<12>>, CuckooFilter<SemiSortedTable<16>>>(dir);
+  write(dir / "victim-packed-8x2.ccf", with_victim<CuckooFilter<PackedTable<8, 2>>>());
+  write(dir / "victim-semi-sorted-12x4.ccf", with_victim<CuckooFilter<SemiSortedTable<12>>>());
+  write_malformed(dir, half_full<CuckooFilter<PackedTable<12, 4>>>());
+}
+
+template <class... Filters>
+void write_striped(const fs::path& dir) {
+  (write(dir / ("striped-" + std::to_string(Filters::kFpBits) + "x" +
+                std::to_string(Filters::kSlots) + ".ccf"),
+         half_full<Filters>()),
+   ...);
+}
+
+void striped_filter_corpus(const fs::path& dir) {
+  using ccf::StripedCuckooFilter;
+  write_striped<StripedCuckooFilter<4, 2>, StripedCuckooFilter<4, 4>, StripedCuckooFilter<4, 8>,
+                StripedCuckooFilter<8, 2>, StripedCuckooFilter<8, 4>, StripedCuckooFilter<8, 8>,
+                StripedCuckooFilter<12, 2>, StripedCuckooFilter<12, 4>, StripedCuckooFilter<16, 2>,
+                StripedCuckooFilter<16, 4>, StripedCuckooFilter<32, 2>>(dir);
+  write(dir / "victim-packed-8x4.ccf", with_victim<CuckooFilter<PackedTable<8, 4>>>());
+  write_malformed(dir, half_full<StripedCuckooFilter<12, 4>>());
+}
+
+template <unsigned F>
+std::string lock_free_file() {
+  using Filter = ccf::LockFreeCuckooFilter<F>;
+  return half_full<Filter>(typename Filter::Options{.filter = kOptions, .grow = true});
+}
+
+void lock_free_filter_corpus(const fs::path& dir) {
+  write(dir / "lock-free-4.ccf", lock_free_file<4>());
+  write(dir / "lock-free-8.ccf", lock_free_file<8>());
+  write(dir / "lock-free-12.ccf", lock_free_file<12>());
+  write(dir / "victim-packed-12x4.ccf", with_victim<CuckooFilter<PackedTable<12, 4>>>());
+  write_malformed(dir, lock_free_file<12>());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIRECTORY\n", argv[0]);
+    return 2;
+  }
+  const fs::path root = argv[1];
+  const std::tuple<const char*, void (*)(const fs::path&)> targets[] = {
+      {"cuckoo_filter", cuckoo_filter_corpus},
+      {"striped_filter", striped_filter_corpus},
+      {"lock_free_filter", lock_free_filter_corpus}};
+  for (const auto& [name, make] : targets) {
+    const fs::path dir = root / name;
+    fs::create_directories(dir);
+    make(dir);
+  }
+  return 0;
+}

@@ -1,0 +1,97 @@
+// The sequential filters' loaders: AnyCuckooFilter::load (every shape) and
+// CuckooFilter<Table>::load into an existing filter of each shape.
+//
+// Properties: a loaded filter answers lookups, saves bytes that load and save again unchanged,
+// and finds a key inserted into it; the typed filter of the file's shape loads exactly the
+// files AnyCuckooFilter loads, and saves the same bytes, while the typed filters of every
+// other shape refuse them; a load that throws leaves the filter loaded into unchanged.
+#include "ccf/cuckoo_filter.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <istream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+#include "ccf/any_cuckoo_filter.hpp"
+#include "harness.hpp"
+
+namespace {
+
+using ccf::AnyCuckooFilter;
+using ccf::detail::AnyFilterVariant;
+using ccf::fuzz::require;
+using ccf::fuzz::Result;
+using ccf::fuzz::saved;
+
+// The filter every load into a `Filter` starts from: a few keys, options not the defaults.
+template <class Filter>
+Filter& destination() {
+  static Filter filter = [] {
+    Filter made(64, {.seed = 7, .max_kicks = 100});
+    for (std::uint64_t key = 1; key <= 20; ++key) static_cast<void>(made.insert(key));
+    return made;
+  }();
+  return filter;
+}
+
+// Loads `bytes` into destination<Filter>() and returns what it then saves; puts the
+// destination back as it was afterwards. A load that throws must leave it unchanged.
+template <class Filter>
+Result load_into(std::string_view bytes) {
+  Filter& filter = destination<Filter>();
+  static const std::string original = saved(filter);
+  std::istringstream in{std::string(bytes)};
+  try {
+    filter.load(in);
+  } catch (const ccf::FormatError&) {
+    require(saved(filter) == original, "a load that threw changed the filter");
+    return std::nullopt;
+  }
+  Result result = saved(filter);
+  std::istringstream back(original);
+  filter.load(back);
+  return result;
+}
+
+// Loads `bytes` into the typed filter of every shape: at most one may succeed.
+template <std::size_t... I>
+Result load_into_every_shape(std::string_view bytes, std::index_sequence<I...>) {
+  Result result;
+  int successes = 0;
+  const auto count = [&](Result loaded) {
+    if (!loaded) return;
+    ++successes;
+    result = std::move(loaded);
+  };
+  (count(load_into<std::variant_alternative_t<I, AnyFilterVariant>>(bytes)), ...);
+  require(successes <= 1, "filters of two shapes loaded the same file");
+  return result;
+}
+
+std::string check(const ccf::fuzz::Input& input) {
+  ccf::fuzz::InputStream in(input);
+  AnyCuckooFilter filter = AnyCuckooFilter::load(in);
+  ccf::fuzz::probe(filter);
+  std::string bytes = ccf::fuzz::round_trip(
+      filter, [](std::istream& again) { return saved(AnyCuckooFilter::load(again)); });
+  ccf::fuzz::insert_then_erase(filter);
+  return bytes;
+}
+
+void compare(std::string_view bytes, const Result& any) {
+  const Result typed = load_into_every_shape(
+      bytes, std::make_index_sequence<std::variant_size_v<AnyFilterVariant>>());
+  require(typed == any, "AnyCuckooFilter and the typed filter load a file differently");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  ccf::fuzz::fuzz_load(data, size, check, compare);
+  return 0;
+}
