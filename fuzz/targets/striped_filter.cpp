@@ -1,4 +1,5 @@
-// StripedCuckooFilter::load, every shape its table supports (F * b <= 64 bits per bucket).
+// StripedCuckooFilter::load and CopCuckooFilter::load (the same victimless format code), every
+// shape their table supports (F * b <= 64 bits per bucket); the two must agree on every file.
 //
 // Properties: at most one shape loads a file; a loaded filter answers lookups, saves bytes
 // that load and save again unchanged, and finds a key inserted into it. The sequential filter
@@ -17,6 +18,7 @@
 #include <utility>
 
 #include "ccf/any_cuckoo_filter.hpp"
+#include "ccf/concurrent/cop_cuckoo_filter.hpp"
 #include "ccf/concurrent/striped_cuckoo_filter.hpp"
 #include "harness.hpp"
 
@@ -34,7 +36,7 @@ using Shapes =
                StripedCuckooFilter<16, 4>, StripedCuckooFilter<32, 2>>;
 
 template <class Filter>
-Result load_as(const ccf::fuzz::Input& input) {
+Result load_one(const ccf::fuzz::Input& input) {
   ccf::fuzz::InputStream in(input);
   std::unique_ptr<Filter> filter;
   try {
@@ -47,6 +49,14 @@ Result load_as(const ccf::fuzz::Input& input) {
       *filter, [](std::istream& again) { return saved(*Filter::load(again)); });
   ccf::fuzz::insert_then_erase(*filter);
   return bytes;
+}
+
+template <class Striped>
+Result load_as(const ccf::fuzz::Input& input) {
+  Result striped = load_one<Striped>(input);
+  const Result cop = load_one<ccf::CopCuckooFilter<Striped::kFpBits, Striped::kSlots>>(input);
+  require(striped == cop, "the striped and the COP filter load a file differently");
+  return striped;
 }
 
 template <std::size_t... I>
