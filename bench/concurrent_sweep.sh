@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The concurrent-filter sweep of issues 4 and 5: chtbench run over structures x initial size x
-# update percent x threads, median of 3 repeats each, all rows in one CSV.
+# The concurrent-filter sweep (lock-based and lock-free filters, docs/benchmarks.md): chtbench
+# run over structures x initial size x update percent x threads, median of 3 repeats each, all
+# rows in one CSV.
 # Usage: bench/concurrent_sweep.sh OUT.csv [chtbench]   (environment: SIZES, UPDATES, THREADS,
 # STRUCTURES, DURATION_MS, REPEAT, BATCH, INIT override the defaults below). Runs are saved as
 # JSON and merged into OUT.csv by sweep_report.py (structures report different event columns);

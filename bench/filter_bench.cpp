@@ -1,4 +1,4 @@
-// filter_bench: the sequential cuckoo filter against the memory system (issue 2).
+// filter_bench: the sequential cuckoo filter against the memory system (docs/benchmarks.md).
 //
 // For each table size and fingerprint width: build a filter to 95% load with random 64-bit
 // keys, then time -- per operation, plain and batched (hash ahead + prefetch) -- inserts over

@@ -50,7 +50,7 @@ std::size_t count_missing(const Filter& filter, const std::vector<std::uint64_t>
   return missing;
 }
 
-// The load every correct filter reaches at the first kFull with 500 kicks (SPEC §1: 84% for
+// The load every correct filter reaches at the first kFull with 500 kicks (Fan et al. 2014: 84% for
 // b = 2, 95% for b = 4, 98% for b = 8). 4-bit fingerprints give only 15 alternate offsets,
 // which constrains the cuckoo graph, so they get no load requirement.
 template <class Filter>
@@ -171,7 +171,7 @@ void check_false_positive_rate() {
   const double n = static_cast<double>(queries.size());
   const double measured = static_cast<double>(positives) / n;
   const double at_load = expected_fpr(Filter::kFpBits, Filter::kSlots, filter.load_factor());
-  const double bound = expected_fpr(Filter::kFpBits, Filter::kSlots, 1.0);  // SPEC §1 bound
+  const double bound = expected_fpr(Filter::kFpBits, Filter::kSlots, 1.0);  // Fan et al.'s bound
   const double sigma = std::sqrt(at_load * (1 - at_load) / n);
   ::testing::Test::RecordProperty("fpr", std::to_string(measured));
   std::printf("%s: load %.4f, FPR measured %.3g, expected at load %.3g, bound %.3g\n",

@@ -1,5 +1,5 @@
 // Bloom-family baselines for the space / false-positive comparison with the cuckoo filters
-// (seed 003 §1.1).
+// (Bloom, CACM 1970).
 //
 // ccf::BloomFilter -- the standard Bloom filter. m bits, n items, k hash functions:
 //   k   = round(ln2 * m / n), clamped to [1, 32]             (the optimum for that m / n)

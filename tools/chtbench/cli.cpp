@@ -128,8 +128,8 @@ int run_cli(int argc, char** argv) {
   RunConfig rc;
   std::string dist = "uniform", pin = "default", init = "one";
   Output run_out;
-  CLI::App* run = app.add_subcommand(
-      "run", "timed mixed workload on one structure (the thesis's CHTBench, SPEC.md §6)");
+  CLI::App* run =
+      app.add_subcommand("run", "timed mixed workload on one structure (the thesis's CHTBench)");
   run->add_option("-s,--structure", rc.structure, "structure name (see --list)")->required();
   run->add_option("-n,--threads", rc.threads, "n: benchmark threads")
       ->transform(in_range(1u, kMaxThreads))

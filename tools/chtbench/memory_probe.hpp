@@ -1,4 +1,4 @@
-// The physical reference for a lookup-bound structure ("limit_mops", issue 3).
+// The physical reference for a lookup-bound structure ("limit_mops").
 //
 // One probe operation reads two independent, uniformly random 64-byte lines of a region the
 // size of the structure under test -- what a cuckoo filter lookup must touch at the least (two

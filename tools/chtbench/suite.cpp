@@ -1,7 +1,7 @@
 // The suite builds a list of jobs from the plan and the registry, runs them one after another
 // (progress on stderr), then writes every result and draws the figures from them.
 //
-// Experiments (SPEC.md §6), each over every structure that can run it:
+// Experiments (the thesis's CHTBench), each over every structure that can run it:
 //   threads  throughput vs n            (u = 10, i = plan.initial)
 //   update   throughput vs u            (n = all hardware threads; sequential structures n = 1)
 //   initial  throughput vs i, r = 2i    (cache-size sweep; u = 10)

@@ -1,4 +1,4 @@
-// Thread placement from the real machine topology (hwloc), SPEC.md §6:
+// Thread placement from the real machine topology (hwloc), as in the thesis's CHTBench:
 //   default   leave placement to the OS;
 //   compact   fill one package first, core after core, a core's hyperthreads together;
 //   balanced  spread over packages, one hardware thread per core first, hyperthreads last.

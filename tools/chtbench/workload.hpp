@@ -1,4 +1,4 @@
-// `chtbench run`: the timed mixed workload of SPEC.md §6 (the thesis's CHTBench).
+// `chtbench run`: the timed mixed workload of the thesis's CHTBench (docs/chtbench.md).
 //
 // Parameters carry the thesis's names: n threads, u update percent (half insert, half erase,
 // the rest lookups), i initial items, keys from [1, r] (r = 2i by default, so about half of

@@ -1,5 +1,5 @@
 // CoarseCuckooFilter: the sequential cuckoo filter behind one synchronization policy for the
-// whole table (SPEC §2, the "coarse" design of the thesis's CCF).
+// whole table (the "coarse" design of the thesis's CCF; docs/concurrency.md).
 //
 //   lookups          policy.read(...)   -- mode 0 (shared / speculative read)
 //   inserts, erases  policy.write(...)  -- mode 1 (exclusive / speculative write)

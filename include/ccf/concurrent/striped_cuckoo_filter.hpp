@@ -1,5 +1,5 @@
 // StripedCuckooFilter: a concurrent cuckoo filter with fine-grained (striped) locking
-// (SPEC §2, the "fine" design), in two read modes:
+// (the "fine" design of the thesis's CCF; docs/concurrency.md), in two read modes:
 //
 //   ReadMode::kOptimistic  (chtbench: ccf-striped)          lookups write no shared memory
 //   ReadMode::kLocking     (chtbench: ccf-striped-locking)  lookups lock their two stripes

@@ -65,9 +65,10 @@ struct CuckooPath {
   // steps[0].bucket is i1 or i2; steps[length - 1].bucket has an empty slot.
   std::array<CuckooPathStep, MaxDepth + 1> steps;
   unsigned length = 0;
-  // The same path compressed into one integer (the lock-free filter's representation, seed 001
-  // Algorithm 3): bit 0 says which candidate it starts at (0: i1, 1: i2), then kSlotBits per
-  // step give the slot whose fingerprint moves: slot of step k at bits [1 + k*w, 1 + (k+1)*w).
+  // The same path compressed into one integer (the lock-free filter's representation, Algorithm 3
+  // of the lock-free cuckoo filter paper): bit 0 says which candidate it starts at (0: i1, 1: i2),
+  // then kSlotBits per step give the slot whose fingerprint moves: slot of step k at bits
+  // [1 + k*w, 1 + (k+1)*w).
   std::uint32_t code = 0;
 
   static constexpr unsigned slot_in(std::uint32_t code, unsigned step) noexcept {

@@ -1,4 +1,4 @@
-// The ccf concurrent filters (issues 4 and 5): the coarse filter under every lock and RTM
+// The ccf concurrent filters (lock-based and lock-free): the coarse filter under every lock and RTM
 // elision policy, COP, the striped filter in both read modes, and the lock-free filter.
 // --fp-bits picks the fingerprint width: 12 or 16 (lock-based), 8 or 12 (lock-free).
 #include <ccf/concurrent/coarse_cuckoo_filter.hpp>

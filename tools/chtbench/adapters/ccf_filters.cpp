@@ -1,4 +1,4 @@
-// The ccf filters of issue 2 (sequential): cuckoo filters of run-time shape and the Bloom
+// The sequential ccf filters: cuckoo filters of run-time shape and the Bloom
 // baselines. For the Bloom filters, StructureConfig::fp_bits is the space budget in bits per
 // item, so one --fp-bits sweep compares the families at equal space.
 #include <ccf/ccf.hpp>
