@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "ccf/detail/packed_table.hpp"
-#include "ccf/detail/semi_sorted_table.hpp"
+#include "ccf/packed_table.hpp"
+#include "ccf/semi_sorted_table.hpp"
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <unordered_set>
 
 #include "ccf/detail/addressing.hpp"
-#include "ccf/detail/packed_table.hpp"
+#include "ccf/packed_table.hpp"
 
 namespace {
 

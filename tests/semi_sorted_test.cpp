@@ -6,8 +6,8 @@
 #include <array>
 #include <set>
 
-#include "ccf/detail/packed_table.hpp"
-#include "ccf/detail/semi_sorted_table.hpp"
+#include "ccf/packed_table.hpp"
+#include "ccf/semi_sorted_table.hpp"
 
 namespace {
 

@@ -1,8 +1,22 @@
-// Umbrella header: everything in the ccf library.
+// Umbrella header: every public header of the ccf library (docs/design.md has the map).
 #pragma once
 
 #include "ccf/any_cuckoo_filter.hpp"
 #include "ccf/bloom_filter.hpp"
+#include "ccf/concurrent/coarse_cuckoo_filter.hpp"
+#include "ccf/concurrent/cop_cuckoo_filter.hpp"
+#include "ccf/concurrent/striped_cuckoo_filter.hpp"
 #include "ccf/cuckoo_filter.hpp"
 #include "ccf/hash.hpp"
+#include "ccf/lockfree/kcas.hpp"
+#include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
+#include "ccf/lockfree/reclamation.hpp"
+#include "ccf/packed_table.hpp"
+#include "ccf/semi_sorted_table.hpp"
 #include "ccf/status.hpp"
+#include "ccf/sync/cop.hpp"
+#include "ccf/sync/htm.hpp"
+#include "ccf/sync/phase_fair_lock.hpp"
+#include "ccf/sync/rw_lock.hpp"
+#include "ccf/sync/spin_locks.hpp"
+#include "ccf/sync/spin_wait.hpp"

@@ -47,9 +47,9 @@
 #include "ccf/detail/filter_format.hpp"
 #include "ccf/detail/key_api.hpp"
 #include "ccf/detail/occupancy_api.hpp"
-#include "ccf/detail/packed_table.hpp"
-#include "ccf/detail/semi_sorted_table.hpp"
 #include "ccf/hash.hpp"
+#include "ccf/packed_table.hpp"
+#include "ccf/semi_sorted_table.hpp"
 #include "ccf/status.hpp"
 
 namespace ccf {

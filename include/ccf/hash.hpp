@@ -10,10 +10,16 @@
 #include <cstdint>
 #include <string_view>
 
-#ifndef XXH_INLINE_ALL
-#define XXH_INLINE_ALL
-#endif
+// xxHash inlined (no library to link): XXH_INLINE_ALL is defined only around the include, so
+// that it does not leak into the user's translation unit. xxhash.h may be included again without
+// it (its inline and regular forms coexist); a user who defined it keeps it.
+#ifdef XXH_INLINE_ALL
 #include <xxhash.h>
+#else
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+#undef XXH_INLINE_ALL
+#endif
 
 namespace ccf {
 
@@ -41,10 +47,9 @@ inline std::uint64_t hash_key(std::string_view key, std::uint64_t seed = kDefaul
 
 // Maps a uniformly distributed 64-bit value onto [0, n) without a division (Lemire's
 // multiply-shift "fastrange"); unbiased up to n / 2^64.
-__extension__ using uint128_t = unsigned __int128;  // GCC/Clang extension, hence __extension__
-
 constexpr std::uint64_t reduce_range(std::uint64_t hash, std::uint64_t n) noexcept {
-  return static_cast<std::uint64_t>((static_cast<uint128_t>(hash) * n) >> 64);
+  __extension__ using wide = unsigned __int128;  // GCC/Clang extension, hence __extension__
+  return static_cast<std::uint64_t>((static_cast<wide>(hash) * n) >> 64);
 }
 
 }  // namespace ccf

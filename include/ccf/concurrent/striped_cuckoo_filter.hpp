@@ -25,8 +25,12 @@
 //             two stripes of its source and target, re-validates (the source slot still holds
 //             the fingerprint the search saw, the target still has room), moves the
 //             fingerprint (target written before source cleared, both inside the odd window)
-//             and unlocks. A failed validation restarts the search. No path: kFull, and
-//             nothing was changed (moves already made are ordinary cuckoo moves).
+//             and unlocks. The last step, out of i1 or i2, stores the new fingerprint in the
+//             slot it vacates before unlocking (as libcuckoo keeps the root locked), so no
+//             other insert takes that slot. A failed validation restarts the search. No path:
+//             kFull, and nothing was changed (moves already made are ordinary cuckoo moves).
+//   waiting   a writer waits for a stripe, and a reader for a writer to leave one, through
+//             sync::SpinWait: pauses, then yields (a holder may be preempted).
 //   erase     lock both stripes, clear one copy.
 //
 // Why lookups see no false negatives while items move: an item's fingerprint only ever moves
@@ -76,6 +80,7 @@
 #include "ccf/detail/victimless_format.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
+#include "ccf/sync/spin_wait.hpp"
 
 namespace ccf {
 
@@ -189,6 +194,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
 
    private:
     static void lock(Stripe& stripe) noexcept {
+      sync::SpinWait wait;
       for (;;) {
         std::uint64_t seq = stripe.seq.load(std::memory_order_relaxed);
         // (1) acquire: everything the previous holder wrote before its release (3) is visible.
@@ -196,7 +202,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
             stripe.seq.compare_exchange_weak(seq, seq + 1, std::memory_order_acquire)) {
           return;  // our bucket updates (2) are release RMWs: ordered after this
         }
-        __builtin_ia32_pause();
+        wait.wait();
       }
     }
     static void unlock(Stripe& stripe) noexcept {
@@ -254,6 +260,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
     } else {
       const Stripe& first = stripe_of(at.primary);
       const Stripe& second = stripe_of(at.alternate);
+      sync::SpinWait wait;  // a writer holds a stripe: it may be preempted, so back off
       for (;;) {
         // (5) acquire: pairs with the release (3) of the last writer of each stripe.
         const std::uint64_t seq1 = first.seq.load(std::memory_order_acquire);
@@ -268,7 +275,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
             return found;
           }
         }
-        __builtin_ia32_pause();
+        wait.wait();
       }
     }
   }
@@ -287,7 +294,8 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
       if (!detail::find_cuckoo_path(table_, addressing_, at.primary, at.alternate, path)) {
         return Status::kFull;
       }
-      if (!execute(path)) path_restarts_.fetch_add(1, std::memory_order_relaxed);
+      if (execute(path, at.fp)) return Status::kOk;
+      path_restarts_.fetch_add(1, std::memory_order_relaxed);
     }
   }
 
@@ -299,9 +307,12 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
     return true;
   }
 
-  // Moves the path's fingerprints one step each, from the empty end back to the root. Returns
-  // false if a step no longer matches the table (another writer got there first).
-  bool execute(const detail::CuckooPath<kSlots, kPathDepth>& path) noexcept {
+  // Moves the path's fingerprints one step each, from the empty end back to the root, each step
+  // under the locks of its two buckets' stripes. The last step frees a slot of the root bucket
+  // and stores `fp` there under the same locks (as libcuckoo does), so no other insert can take
+  // the slot first. Returns false, with fp not stored, if a step no longer matches the table
+  // (another writer got there first); the steps already made stay (each kept every item).
+  bool execute(const detail::CuckooPath<kSlots, kPathDepth>& path, std::uint32_t fp) noexcept {
     for (unsigned step = path.length - 1; step > 0; --step) {
       const detail::CuckooPathStep& from = path.steps[step - 1];
       const std::uint64_t to = path.steps[step].bucket;
@@ -310,11 +321,15 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
       if (table_.read(from.bucket, from.slot) != from.fp || !table_.try_insert(to, from.fp)) {
         return false;
       }
-      table_.exchange(from.bucket, from.slot, 0);
       stripe_of(to).items.fetch_add(1, std::memory_order_relaxed);
-      stripe_of(from.bucket).items.fetch_sub(1, std::memory_order_relaxed);
+      if (step == 1) {  // the root: the new fingerprint takes the slot just vacated
+        table_.exchange(from.bucket, from.slot, fp);
+      } else {
+        table_.exchange(from.bucket, from.slot, 0);
+        stripe_of(from.bucket).items.fetch_sub(1, std::memory_order_relaxed);
+      }
     }
-    return true;  // the root bucket had a slot freed; insert_hash retries the store
+    return true;
   }
 
   Status erase_hash(std::uint64_t hash) noexcept {

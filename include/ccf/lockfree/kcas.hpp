@@ -176,6 +176,7 @@ inline void unpoison(const void* p, std::size_t bytes) noexcept {
 }
 
 }  // namespace detail
+#undef CCF_LOCKFREE_ASAN  // used above only: no project macro leaves a public header
 
 enum class KcasStatus : std::uint32_t { kActive, kSucceeded, kFailed };
 

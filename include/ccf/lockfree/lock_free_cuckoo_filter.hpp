@@ -89,11 +89,11 @@
 #include "ccf/detail/key_api.hpp"
 #include "ccf/detail/nested_addressing.hpp"
 #include "ccf/detail/occupancy_api.hpp"
-#include "ccf/detail/packed_table.hpp"
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/lockfree/kcas.hpp"
+#include "ccf/packed_table.hpp"
 #include "ccf/status.hpp"
 
 namespace ccf {
