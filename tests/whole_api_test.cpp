@@ -9,6 +9,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "ccf/concurrent/coarse_cuckoo_filter.hpp"
@@ -129,6 +130,39 @@ TYPED_TEST(WholeApiTest, SaveLoadKeepsEveryMemberAndIsStable) {
   }
   EXPECT_EQ(agree, kCapacity) << "the loaded filter answers differently";
   EXPECT_EQ(saved(*loaded), bytes) << "saving the loaded filter changed the file";
+}
+
+// Files move freely between every pair of filters of the same shape (F = 12, b = 4): what one
+// saves, every other loads with every member found and the same count.
+template <class From, class To>
+void expect_file_moves(const char* from, const char* to) {
+  From source(kCapacity);
+  const auto members = member_keys(kCapacity * 9 / 10, 53);
+  for (const std::uint64_t key : members) ASSERT_EQ(source.insert(key), Status::kOk);
+  std::istringstream in(saved(source));
+  const auto loaded = load_filter<To>(in);
+  EXPECT_EQ(loaded->size(), members.size()) << from << " -> " << to;
+  std::size_t found = 0;
+  for (const std::uint64_t key : members) found += loaded->contains(key);
+  EXPECT_EQ(found, members.size()) << from << " -> " << to;
+}
+
+template <class From, class... To>
+void expect_file_moves_to_all(const char* from) {
+  (expect_file_moves<From, To>(from, typeid(To).name()), ...);
+}
+
+TEST(WholeApi, FilesMoveBetweenEveryPairOfFilters) {
+  using Sequential = ccf::CuckooFilter<ccf::PackedTable<12, 4>>;
+  using Coarse = ccf::CoarseCuckooFilter<ccf::PackedTable<12, 4>>;
+  using Striped = ccf::StripedCuckooFilter<12>;
+  using Cop = ccf::CopCuckooFilter<12>;
+  using LockFree = ccf::LockFreeCuckooFilter<12>;
+  expect_file_moves_to_all<Sequential, Sequential, Coarse, Striped, Cop, LockFree>("sequential");
+  expect_file_moves_to_all<Coarse, Sequential, Coarse, Striped, Cop, LockFree>("coarse");
+  expect_file_moves_to_all<Striped, Sequential, Coarse, Striped, Cop, LockFree>("striped");
+  expect_file_moves_to_all<Cop, Sequential, Coarse, Striped, Cop, LockFree>("COP");
+  expect_file_moves_to_all<LockFree, Sequential, Coarse, Striped, Cop, LockFree>("lock-free");
 }
 
 }  // namespace
