@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <istream>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <streambuf>
@@ -150,6 +152,38 @@ void insert_then_erase(Filter& filter) {
     require(filter.contains(key), "an inserted key is not found");
     require(filter.erase(key) == Status::kOk, "an inserted key cannot be erased");
   }
+}
+
+// Loads the input with Filter's static load (the concurrent filters) and exercises what
+// loaded: lookups, save -> load -> save, insert then erase. nullopt: FormatError.
+template <class Filter>
+Result load_exercised(const Input& input) {
+  InputStream in(input);
+  std::unique_ptr<Filter> filter;
+  try {
+    filter = Filter::load(in);
+  } catch (const FormatError&) {
+    return std::nullopt;
+  }
+  probe(*filter);
+  std::string bytes =
+      round_trip(*filter, [](std::istream& again) { return saved(*Filter::load(again)); });
+  insert_then_erase(*filter);
+  return bytes;
+}
+
+// The result of the one load that succeeded, among loads of one file into filters of every
+// shape: a file has one shape, so two successes are a finding. nullopt if none succeeded.
+inline Result only_success(std::initializer_list<Result> results) {
+  Result found;
+  int successes = 0;
+  for (const Result& result : results) {
+    if (!result) continue;
+    ++successes;
+    found = result;
+  }
+  require(successes <= 1, "filters of two shapes loaded the same file");
+  return found;
 }
 
 }  // namespace ccf::fuzz

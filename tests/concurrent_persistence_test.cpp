@@ -8,6 +8,7 @@
 #include "ccf/concurrent/striped_cuckoo_filter.hpp"
 #include "ccf/cuckoo_filter.hpp"
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
+#include "saved_bytes.hpp"
 #include "test_keys.hpp"
 
 namespace {
@@ -17,12 +18,7 @@ using Sequential = ccf::CuckooFilter<ccf::PackedTable<12, 4>>;
 using Striped = ccf::StripedCuckooFilter<12, 4>;
 using LockFree = ccf::LockFreeCuckooFilter<12>;
 
-template <class Filter>
-std::string saved(const Filter& filter) {
-  std::ostringstream out;
-  filter.save(out);
-  return out.str();
-}
+using ccf::testing::saved;
 
 TEST(ConcurrentPersistence, FilesMoveBetweenSequentialStripedAndLockFree) {
   const auto keys = ccf::testing::member_keys(60'000, 91);

@@ -34,6 +34,7 @@
 #include "ccf/cuckoo_filter.hpp"
 #include "ccf/detail/filter_format.hpp"
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
+#include "saved_bytes.hpp"
 #include "test_keys.hpp"
 
 // As in sanitizer_scale.hpp: the sanitizer runtimes bring their own operator new.
@@ -357,12 +358,7 @@ std::uint64_t payload_of(std::uint64_t buckets) {
   return Table::payload_bytes(buckets);
 }
 
-template <class Filter>
-std::string saved(const Filter& filter) {
-  std::ostringstream out;
-  filter.save(out);
-  return out.str();
-}
+using ccf::testing::saved;
 
 template <class Filter>
 bool finds_all(const Filter& filter, const std::vector<std::uint64_t>& keys) {

@@ -26,6 +26,7 @@
 #include "ccf/sync/rw_lock.hpp"
 #include "ccf/sync/spin_locks.hpp"
 #include "filter_shapes.hpp"
+#include "saved_bytes.hpp"
 #include "test_keys.hpp"
 
 namespace {
@@ -76,12 +77,7 @@ std::uint64_t expected_payload(const Asked& asked, std::uint64_t buckets) {
   return (buckets * bucket_bits + 7) / 8;
 }
 
-template <class Filter>
-std::string saved(const Filter& filter) {
-  std::ostringstream out;
-  filter.save(out);
-  return out.str();
-}
+using ccf::testing::saved;
 
 FilterHeader header_of(const std::string& bytes) {
   std::istringstream in(bytes);

@@ -13,6 +13,7 @@
 #include "ccf/cuckoo_filter.hpp"
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
 #include "filter_shapes.hpp"
+#include "saved_bytes.hpp"
 #include "test_keys.hpp"
 
 namespace {
@@ -32,12 +33,7 @@ std::size_t fill_until_full(Filter& filter, const std::vector<std::uint64_t>& ke
   return keys.size();
 }
 
-template <class Filter>
-std::string saved(const Filter& filter) {
-  std::ostringstream out;
-  filter.save(out);
-  return out.str();
-}
+using ccf::testing::saved;
 
 template <class Filter>
 class RoundTrip : public ::testing::Test {};

@@ -19,6 +19,7 @@
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
 #include "ccf/sync/htm.hpp"
 #include "ccf/sync/phase_fair_lock.hpp"
+#include "saved_bytes.hpp"
 #include "test_keys.hpp"
 
 namespace {
@@ -54,12 +55,7 @@ std::unique_ptr<Filter> without_growth(std::size_t capacity) {
   }
 }
 
-template <class Filter>
-std::string saved(const Filter& filter) {
-  std::ostringstream out;
-  filter.save(out);
-  return out.str();
-}
+using ccf::testing::saved;
 
 template <class Filter>
 class WholeApiTest : public ::testing::Test {};

@@ -33,34 +33,10 @@ using ccf::fuzz::saved;
 using Shapes =
     std::tuple<LockFreeCuckooFilter<4>, LockFreeCuckooFilter<8>, LockFreeCuckooFilter<12>>;
 
-template <class Filter>
-Result load_as(const ccf::fuzz::Input& input) {
-  ccf::fuzz::InputStream in(input);
-  std::unique_ptr<Filter> filter;
-  try {
-    filter = Filter::load(in);
-  } catch (const ccf::FormatError&) {
-    return std::nullopt;
-  }
-  ccf::fuzz::probe(*filter);
-  std::string bytes = ccf::fuzz::round_trip(
-      *filter, [](std::istream& again) { return saved(*Filter::load(again)); });
-  ccf::fuzz::insert_then_erase(*filter);
-  return bytes;
-}
-
 template <std::size_t... I>
 Result load_every_shape(const ccf::fuzz::Input& input, std::index_sequence<I...>) {
-  Result result;
-  int successes = 0;
-  const auto count = [&](Result loaded) {
-    if (!loaded) return;
-    ++successes;
-    result = std::move(loaded);
-  };
-  (count(load_as<std::tuple_element_t<I, Shapes>>(input)), ...);
-  require(successes <= 1, "filters of two shapes loaded the same file");
-  return result;
+  return ccf::fuzz::only_success(
+      {ccf::fuzz::load_exercised<std::tuple_element_t<I, Shapes>>(input)...});
 }
 
 std::string check(const ccf::fuzz::Input& input) {
