@@ -397,10 +397,11 @@ Loader sequential() {
           }};
 }
 
-Loader striped() {
-  using Filter = ccf::StripedCuckooFilter<12, 4>;
-  using Table = Filter::table_type;
-  return {"StripedCuckooFilter<12, 4>",
+// A filter whose load is a static factory (the concurrent filters), read through its file's
+// table shape.
+template <class Filter, class Table>
+Loader static_loader(const char* name) {
+  return {name,
           ccf::detail::shape_of<Table>(),
           payload_of<Table>,
           [](std::istream& in) { Filter::load(in); },
@@ -411,18 +412,14 @@ Loader striped() {
           }};
 }
 
+Loader striped() {
+  using Filter = ccf::StripedCuckooFilter<12, 4>;
+  return static_loader<Filter, Filter::table_type>("StripedCuckooFilter<12, 4>");
+}
+
 Loader lock_free() {
   using Filter = ccf::LockFreeCuckooFilter<12>;
-  using Table = Filter::FileTable;
-  return {"LockFreeCuckooFilter<12>",
-          ccf::detail::shape_of<Table>(),
-          payload_of<Table>,
-          [](std::istream& in) { Filter::load(in); },
-          [] { return true; },
-          saved_with<Filter>,
-          [](std::istream& in, const std::vector<std::uint64_t>& keys) {
-            return finds_all(*Filter::load(in), keys);
-          }};
+  return static_loader<Filter, Filter::FileTable>("LockFreeCuckooFilter<12>");
 }
 
 template <class Table>
