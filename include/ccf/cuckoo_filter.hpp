@@ -168,11 +168,7 @@ class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>>,
   std::size_t table_bits() const noexcept { return 8 * table_.payload().size(); }
 
   // Where an item lives: its two candidate buckets and its fingerprint.
-  struct Location {
-    std::uint64_t primary;
-    std::uint64_t alternate;
-    std::uint32_t fp;
-  };
+  using Location = detail::Location;
   struct Victim {
     bool used = false;
     std::uint64_t bucket = 0;
@@ -190,11 +186,7 @@ class CuckooFilter : public detail::KeyApi<CuckooFilter<Table>>,
 
   std::uint64_t seed() const noexcept { return options_.seed; }
 
-  Location locate(std::uint64_t hash) const noexcept {
-    const std::uint64_t primary = addressing_.index(hash);
-    const std::uint32_t fp = addressing_.fingerprint(hash);
-    return {primary, addressing_.alternate(primary, fp), fp};
-  }
+  Location locate(std::uint64_t hash) const noexcept { return detail::locate(addressing_, hash); }
 
   bool probe(const Location& at) const noexcept {
     // Both buckets are read unconditionally: their cache misses overlap, and a lookup has no

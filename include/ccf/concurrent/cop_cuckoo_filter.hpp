@@ -52,7 +52,7 @@ class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Exe
   using table_type = AtomicPackedTable<FpBits, Slots>;
   static constexpr unsigned kFpBits = FpBits;
   static constexpr unsigned kSlots = Slots;
-  static constexpr unsigned kPathDepth = detail::kDefaultPathDepth<Slots> + 1;
+  static constexpr unsigned kPathDepth = detail::kConcurrentPathDepth<Slots>;
 
   // Throws std::invalid_argument as CuckooFilter does (max_kicks is unused -- the search is
   // breadth-first -- but kept and saved, so that a file says what was asked).
@@ -95,11 +95,7 @@ class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Exe
 
   std::size_t table_bits() const noexcept { return 8 * table_.payload().size(); }
 
-  struct Location {
-    std::uint64_t primary;
-    std::uint64_t alternate;
-    std::uint32_t fp;
-  };
+  using Location = detail::Location;
   // Where an erase or lookup found the fingerprint: primary, alternate, or neither.
   enum class Where : std::uint8_t { kPrimary, kAlternate, kNeither };
   struct InsertPlan {
@@ -110,11 +106,7 @@ class CopCuckooFilter : public detail::KeyApi<CopCuckooFilter<FpBits, Slots, Exe
 
   std::uint64_t seed() const noexcept { return fields_.seed; }
 
-  Location locate(std::uint64_t hash) const noexcept {
-    const std::uint64_t primary = addressing_.index(hash);
-    const std::uint32_t fp = addressing_.fingerprint(hash);
-    return {primary, addressing_.alternate(primary, fp), fp};
-  }
+  Location locate(std::uint64_t hash) const noexcept { return detail::locate(addressing_, hash); }
 
   Where where(const Location& at) const noexcept {
     if (table_.contains(at.primary, at.fp)) return Where::kPrimary;

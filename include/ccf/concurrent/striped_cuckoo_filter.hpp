@@ -97,7 +97,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
   static constexpr unsigned kFpBits = FpBits;
   static constexpr unsigned kSlots = Slots;
   static constexpr std::size_t kMaxStripes = 4096;
-  static constexpr unsigned kPathDepth = detail::kDefaultPathDepth<Slots> + 1;
+  static constexpr unsigned kPathDepth = detail::kConcurrentPathDepth<Slots>;
 
   // Throws std::invalid_argument as CuckooFilter does (max_kicks is unused: no random walk, but
   // it is kept and saved, so that a file loaded by a sequential filter says what was asked).
@@ -170,11 +170,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
     std::atomic<std::uint64_t> seq{0};
     std::atomic<std::int64_t> items{0};
   };
-  struct Location {
-    std::uint64_t primary;
-    std::uint64_t alternate;
-    std::uint32_t fp;
-  };
+  using Location = detail::Location;
 
   // Locks the stripes of two buckets (one if they share it) for the guard's lifetime.
   class StripeGuard {
@@ -233,11 +229,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
     return stripes_[bucket & (stripe_count_ - 1)];
   }
 
-  Location locate(std::uint64_t hash) const noexcept {
-    const std::uint64_t primary = addressing_.index(hash);
-    const std::uint32_t fp = addressing_.fingerprint(hash);
-    return {primary, addressing_.alternate(primary, fp), fp};
-  }
+  Location locate(std::uint64_t hash) const noexcept { return detail::locate(addressing_, hash); }
 
   bool contains_hash(std::uint64_t hash) const noexcept {
     const Location at = locate(hash);

@@ -46,4 +46,20 @@ class Addressing {
   std::uint64_t buckets_;
 };
 
+// Where a key's fingerprint may be: its two candidate buckets and the fingerprint. Every
+// cuckoo filter locates keys this way.
+struct Location {
+  std::uint64_t primary;
+  std::uint64_t alternate;
+  std::uint32_t fp;
+};
+
+// `hash` located by an addressing (Addressing, or one level's NestedAddressing).
+template <class Addr>
+Location locate(const Addr& addressing, std::uint64_t hash) noexcept {
+  const std::uint64_t primary = addressing.index(hash);
+  const std::uint32_t fp = addressing.fingerprint(hash);
+  return {primary, addressing.alternate(primary, fp), fp};
+}
+
 }  // namespace ccf::detail

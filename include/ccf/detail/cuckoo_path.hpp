@@ -30,12 +30,15 @@
 
 namespace ccf::detail {
 
-// Deepest level searched by default: about 1000 buckets in all for every bucket size. The
-// concurrent filters search one level deeper (they have no random-walk fallback).
+// Deepest level searched by default: about 1000 buckets in all for every bucket size.
 template <unsigned Slots>
 constexpr unsigned kDefaultPathDepth = Slots == 2   ? 8
                                        : Slots == 4 ? 4
                                                     : 3;
+// The concurrent filters search one level deeper: they have no random-walk fallback and no
+// victim slot, and so reach the sequential filter's load only with the deeper search.
+template <unsigned Slots>
+constexpr unsigned kConcurrentPathDepth = kDefaultPathDepth<Slots> + 1;
 
 template <unsigned Slots, unsigned MaxDepth>
 struct CuckooPathLimits {

@@ -21,11 +21,11 @@ namespace ccf::detail {
 template <std::size_t Distance = 8, class Stage, class Visit>
 void software_pipeline(std::size_t count, Stage&& stage, Visit&& visit) {
   static_assert(std::has_single_bit(Distance), "a power of two keeps i % Distance cheap");
-  using Location = std::invoke_result_t<Stage&, std::size_t>;
-  std::array<Location, Distance> ring;
+  using Staged = std::invoke_result_t<Stage&, std::size_t>;
+  std::array<Staged, Distance> ring;
   for (std::size_t i = 0; i < std::min(count, Distance); ++i) ring[i] = stage(i);
   for (std::size_t i = 0; i < count; ++i) {
-    const Location at = ring[i % Distance];
+    const Staged at = ring[i % Distance];
     if (i + Distance < count) ring[i % Distance] = stage(i + Distance);
     if (!visit(i, at)) return;
   }

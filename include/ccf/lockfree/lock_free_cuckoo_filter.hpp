@@ -120,7 +120,7 @@ class LockFreeCuckooFilter
   static constexpr unsigned kFpBits = FpBits;
   static constexpr unsigned kSlots = 4;
   static constexpr unsigned kSlotsPerWord = lockfree::KcasWord::kPayloadBits / kFpBits;
-  static constexpr unsigned kPathDepth = detail::kDefaultPathDepth<kSlots> + 1;
+  static constexpr unsigned kPathDepth = detail::kConcurrentPathDepth<kSlots>;
   // A grown filter has at most this many levels: m, 2m, ..., 128m buckets (255 m in all).
   static constexpr unsigned kMaxLevels = 8;
   // Source word, target word, source stripe's counter.
@@ -289,11 +289,7 @@ class LockFreeCuckooFilter
     return {index / kSlotsPerWord, static_cast<unsigned>(index % kSlotsPerWord)};
   }
 
-  struct Location {
-    std::uint64_t primary;
-    std::uint64_t alternate;
-    std::uint32_t fp;
-  };
+  using Location = detail::Location;
 
   // The table interface find_cuckoo_path reads through (never writes).
   struct LevelView {
@@ -425,9 +421,7 @@ class LockFreeCuckooFilter
   }
 
   static Location locate(const Level& level, std::uint64_t hash) noexcept {
-    const std::uint64_t primary = level.addressing.index(hash);
-    const std::uint32_t fp = Addressing::fingerprint(hash);
-    return {primary, level.addressing.alternate(primary, fp), fp};
+    return detail::locate(level.addressing, hash);
   }
 
   Location prefetch_both(const Level& level, const Location& at) const noexcept {
