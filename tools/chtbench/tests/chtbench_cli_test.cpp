@@ -8,8 +8,8 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -199,6 +199,45 @@ TEST(Cli, ConflictingValuesAreRefusedWithTheRange) {
   for (const auto& [args, expected] : cases) expect_refused(args, expected);
 }
 
+// The subcommands --help lists: the first word of each line under "Subcommands:".
+std::set<std::string> listed_subcommands(const std::string& help) {
+  std::set<std::string> commands;
+  std::istringstream lines(help.substr(help.find("Subcommands:")));
+  std::string line;
+  std::getline(lines, line);  // the heading
+  while (std::getline(lines, line) && line.starts_with("  ")) {
+    const std::size_t begin = line.find_first_not_of(' ');
+    commands.insert(line.substr(begin, line.find(' ', begin) - begin));
+  }
+  return commands;
+}
+
+// Every numeric option in a --help text, "--name" -> its stated range ("" when none is
+// stated): lines of the form "  [-x,]--name UINT|INT|FLOAT[:RANGE] ...", RANGE from '[' or
+// '(' to the first ']'.
+std::map<std::string, std::string> numeric_options(const std::string& help) {
+  std::map<std::string, std::string> options;
+  std::istringstream lines(help);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const std::size_t name = line.find("--");
+    if (name == std::string::npos) continue;
+    const std::size_t space = line.find(' ', name);
+    if (space == std::string::npos) continue;
+    const std::string type =
+        line.substr(space + 1, line.find_first_of(" :", space + 1) - space - 1);
+    if (type != "UINT" && type != "INT" && type != "FLOAT") continue;
+    std::string range;
+    const std::size_t colon = space + 1 + type.size();
+    if (colon + 1 < line.size() && line[colon] == ':' &&
+        (line[colon + 1] == '[' || line[colon + 1] == '(')) {
+      range = line.substr(colon + 1, line.find(']', colon) - colon);
+    }
+    options[line.substr(name, space - name)] = range;
+  }
+  return options;
+}
+
 // --help of every subcommand states the range of every numeric option, and the table above
 // covers every one of them.
 TEST(Cli, HelpStatesTheRangeOfEveryNumericOption) {
@@ -206,24 +245,17 @@ TEST(Cli, HelpStatesTheRangeOfEveryNumericOption) {
   for (const NumericOption& option : kNumericOptions) {
     table[{option.command, option.name}] = option.range;
   }
-  const std::string top = run({"--help"}).out;
-  const std::regex subcommand_line(R"(\n  ([a-z]+) )");
-  std::set<std::string> commands;
-  const auto listed = top.substr(top.find("Subcommands:"));
-  for (std::sregex_iterator m(listed.begin(), listed.end(), subcommand_line), end; m != end; ++m) {
-    commands.insert((*m)[1]);
-  }
+  const std::set<std::string> commands = listed_subcommands(run({"--help"}).out);
   EXPECT_EQ(commands, (std::set<std::string>{"run", "filter", "suite"}));
 
-  const std::regex numeric(R"((--[a-z-]+) (?:UINT|INT|FLOAT)(?::([\[(][^\]]*\]))?)");
   std::size_t seen = 0;
   for (const std::string& command : commands) {
     const Outcome o = run({command, "--help"});
     ASSERT_EQ(o.status, 0) << command;
-    for (std::sregex_iterator m(o.out.begin(), o.out.end(), numeric), end; m != end; ++m) {
-      const auto it = table.find({command, (*m)[1]});
-      ASSERT_NE(it, table.end()) << command << " " << (*m)[1] << " is not in kNumericOptions";
-      EXPECT_EQ((*m)[2], it->second) << command << " " << (*m)[1];
+    for (const auto& [name, range] : numeric_options(o.out)) {
+      const auto it = table.find({command, name});
+      ASSERT_NE(it, table.end()) << command << " " << name << " is not in kNumericOptions";
+      EXPECT_EQ(range, it->second) << command << " " << name;
       ++seen;
     }
     if (command != "suite") {
