@@ -5,10 +5,12 @@
 // fails to compile here.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <span>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <typeinfo>
 #include <vector>
 
@@ -19,6 +21,7 @@
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
 #include "ccf/sync/htm.hpp"
 #include "ccf/sync/phase_fair_lock.hpp"
+#include "sanitizer_scale.hpp"
 #include "saved_bytes.hpp"
 #include "test_keys.hpp"
 
@@ -126,6 +129,66 @@ TYPED_TEST(WholeApiTest, SaveLoadKeepsEveryMemberAndIsStable) {
   }
   EXPECT_EQ(agree, kCapacity) << "the loaded filter answers differently";
   EXPECT_EQ(saved(*loaded), bytes) << "saving the loaded filter changed the file";
+}
+
+// The batched operations of the thread-safe filters under concurrency, with more threads than
+// cores: writers insert_many disjoint key sets while readers contains_many the keys the writers
+// have already stored (published through an atomic count); no stored key is ever reported
+// absent, and afterwards every key is found and counted once.
+template <class Filter>
+class ConcurrentBatchTest : public ::testing::Test {};
+using ConcurrentFilters =
+    ::testing::Types<ccf::CoarseCuckooFilter<ccf::PackedTable<12, 4>>, ccf::StripedCuckooFilter<12>,
+                     ccf::CopCuckooFilter<12>, ccf::LockFreeCuckooFilter<12>>;
+TYPED_TEST_SUITE(ConcurrentBatchTest, ConcurrentFilters);
+
+TYPED_TEST(ConcurrentBatchTest, BatchesFromManyThreadsLoseNothing) {
+  constexpr unsigned kWriters = 3, kReaders = 3;
+  constexpr std::size_t kBatch = 100;
+  const std::size_t per_writer = ccf::testing::scaled(12'000, 4) / kBatch * kBatch;
+  TypeParam filter(kWriters * per_writer * 10 / 9);
+  std::vector<std::vector<std::uint64_t>> keys;
+  std::vector<std::atomic<std::size_t>> stored(kWriters);
+  for (unsigned w = 0; w < kWriters; ++w) keys.push_back(member_keys(per_writer, 100 + w));
+  std::atomic<std::size_t> misses{0}, checked{0};
+  std::atomic<unsigned> writers_left{kWriters};
+  std::vector<std::thread> threads;
+  for (unsigned w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      const std::span<const std::uint64_t> mine(keys[w]);
+      for (std::size_t at = 0; at < mine.size(); at += kBatch) {
+        EXPECT_EQ(filter.insert_many(mine.subspan(at, kBatch)), kBatch);
+        stored[w].store(at + kBatch, std::memory_order_release);
+      }
+      writers_left.fetch_sub(1);
+    });
+  }
+  for (unsigned r = 0; r < kReaders; ++r) {
+    threads.emplace_back([&, r] {
+      bool out[kBatch];
+      const unsigned w = r % kWriters;
+      // Until the writers are done, and at least 100 batches (after the last write too).
+      for (std::size_t round = 0, mine = 0; writers_left.load() > 0 || mine < 100; ++round) {
+        const std::size_t ready = stored[w].load(std::memory_order_acquire);
+        if (ready < kBatch) {
+          std::this_thread::yield();
+          continue;
+        }
+        const std::size_t at = round * kBatch % ready / kBatch * kBatch;
+        const std::span<const std::uint64_t> batch(keys[w].data() + at, kBatch);
+        if (filter.contains_many(batch, std::span<bool>(out)) != kBatch) misses.fetch_add(1);
+        checked.fetch_add(1);
+        ++mine;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_GE(checked.load(), kReaders * 100u);
+  EXPECT_EQ(misses.load(), 0u) << "a batched lookup missed stored keys";
+  EXPECT_EQ(filter.size(), kWriters * per_writer);
+  for (const auto& mine : keys) {
+    for (const std::uint64_t key : mine) ASSERT_TRUE(filter.contains(key));
+  }
 }
 
 // Files move freely between every pair of filters of the same shape (F = 12, b = 4): what one
