@@ -1,5 +1,7 @@
 // Hardware lock elision on Intel RTM (thesis ch. 4 and §5.3.2), usable and testable on machines
-// without it.
+// without it: the elision policies and LockOnly. Their parts are one file each: the transaction
+// status (tx_status.hpp), the hardware and its run-time probe (rtm_backend.hpp), the scripted
+// stand-in for tests (simulated_backend.hpp), the statistics (elision_stats.hpp).
 //
 // What. An elision policy guards critical sections with a lock, but first tries to run each one
 // as a hardware transaction that only READS the lock word ("subscribes" to it): threads whose
@@ -75,305 +77,21 @@
 //   Status st = guard.write([&] { return table.insert(key); });
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <concepts>
-#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <shared_mutex>
-#include <stdexcept>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
+#include "ccf/sync/elision_stats.hpp"
+#include "ccf/sync/rtm_backend.hpp"
+#include "ccf/sync/simulated_backend.hpp"
 #include "ccf/sync/spin_locks.hpp"
 #include "ccf/sync/spin_wait.hpp"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#define CCF_SYNC_X86 1
-#else
-#define CCF_SYNC_X86 0
-#endif
+#include "ccf/sync/tx_status.hpp"
 
 namespace ccf::sync {
-
-// ---------------------------------------------------------------------------------------------
-// Transaction status: what XBEGIN returns, decoded (Intel SDM vol. 1 §16.3.5).
-
-// The explicit abort code of the subscriptions (S1)/(S2): the lock was held.
-inline constexpr std::uint8_t kAbortWasLocked = 0xFF;
-
-class TxStatus {
- public:
-  static constexpr std::uint32_t kStartedRaw = ~0u;    // _XBEGIN_STARTED
-  static constexpr std::uint32_t kExplicit = 1u << 0;  // _XABORT_EXPLICIT: XABORT, code in 31:24
-  static constexpr std::uint32_t kRetry = 1u << 1;     // _XABORT_RETRY: may succeed on retry
-  static constexpr std::uint32_t kConflict = 1u << 2;  // _XABORT_CONFLICT: another core's access
-  static constexpr std::uint32_t kCapacity = 1u << 3;  // _XABORT_CAPACITY: read/write set overflow
-  static constexpr std::uint32_t kDebug = 1u << 4;     // _XABORT_DEBUG: debug breakpoint
-  static constexpr std::uint32_t kNested = 1u << 5;    // _XABORT_NESTED: abort in a nested tx
-
-  constexpr explicit TxStatus(std::uint32_t raw) noexcept : raw_(raw) {}
-
-  static constexpr TxStatus begun() noexcept { return TxStatus(kStartedRaw); }
-  static constexpr TxStatus aborted(std::uint32_t bits) noexcept { return TxStatus(bits); }
-  static constexpr TxStatus aborted_explicit(std::uint8_t code) noexcept {
-    return TxStatus(kExplicit | std::uint32_t{code} << 24);
-  }
-
-  constexpr bool started() const noexcept { return raw_ == kStartedRaw; }
-  constexpr bool explicit_abort() const noexcept { return !started() && (raw_ & kExplicit); }
-  constexpr bool retry() const noexcept { return !started() && (raw_ & kRetry); }
-  constexpr bool conflict() const noexcept { return !started() && (raw_ & kConflict); }
-  constexpr bool capacity() const noexcept { return !started() && (raw_ & kCapacity); }
-  constexpr bool debug() const noexcept { return !started() && (raw_ & kDebug); }
-  constexpr bool nested() const noexcept { return !started() && (raw_ & kNested); }
-  constexpr std::uint8_t code() const noexcept {
-    return explicit_abort() ? static_cast<std::uint8_t>(raw_ >> 24) : 0;
-  }
-  constexpr bool was_locked() const noexcept {
-    return explicit_abort() && code() == kAbortWasLocked;
-  }
-  constexpr std::uint32_t raw() const noexcept { return raw_; }
-
-  friend constexpr bool operator==(TxStatus, TxStatus) = default;
-
- private:
-  std::uint32_t raw_;
-};
-
-// One reason per abort, for statistics; the first that applies, in this order.
-enum class AbortReason : unsigned { kWasLocked, kExplicit, kCapacity, kConflict, kOther };
-
-constexpr AbortReason abort_reason(TxStatus s) noexcept {
-  if (s.was_locked()) return AbortReason::kWasLocked;
-  if (s.explicit_abort()) return AbortReason::kExplicit;
-  if (s.capacity()) return AbortReason::kCapacity;
-  if (s.conflict()) return AbortReason::kConflict;
-  return AbortReason::kOther;
-}
-
-// The retry rule of the essay above.
-constexpr bool worth_retrying(TxStatus s) noexcept {
-  return s.was_locked() || s.retry() || s.conflict();
-}
-
-// ---------------------------------------------------------------------------------------------
-// Backends. A Backend has: bool available() const; TxStatus begin(); void end();
-// template <std::uint8_t Code> TxStatus abort(); bool in_transaction() const.
-
-inline bool rtm_available() noexcept;
-
-// The hardware. The instructions are emitted by inline assembly, so this header compiles without
-// -mrtm; they execute only when rtm_available() (the policies check available() first).
-class RtmBackend {
- public:
-  static bool available() noexcept { return rtm_available(); }
-
-  TxStatus begin() noexcept {
-#if CCF_SYNC_X86
-    std::uint32_t status = TxStatus::kStartedRaw;
-    // XBEGIN with the fallback address right after it: started => EAX unchanged; aborted =>
-    // registers restored, EAX = status, execution resumes at 1:.
-    asm volatile("xbegin 1f\n1:" : "+a"(status) : : "memory");
-    return TxStatus(status);
-#else
-    return TxStatus::aborted(0);
-#endif
-  }
-
-  void end() noexcept {
-#if CCF_SYNC_X86
-    asm volatile("xend" : : : "memory");
-#endif
-  }
-
-  // Inside a transaction: never returns (the transaction resumes at begin() with the explicit
-  // status). Outside one XABORT is a no-op and the status is returned all the same.
-  template <std::uint8_t Code>
-  TxStatus abort() noexcept {
-#if CCF_SYNC_X86
-    asm volatile("xabort %0" : : "i"(Code) : "memory");
-#endif
-    return TxStatus::aborted_explicit(Code);
-  }
-
-  bool in_transaction() const noexcept {
-#if CCF_SYNC_X86
-    if (!available()) return false;
-    bool inside;
-    asm volatile("xtest" : "=@ccnz"(inside));  // ZF = 0 inside a transaction
-    return inside;
-#else
-    return false;
-#endif
-  }
-};
-
-namespace detail {
-// CPUID leaf 7, sub-leaf 0: EBX bit 11 = RTM, EDX bit 11 = RTM_ALWAYS_ABORT.
-inline bool cpu_reports_rtm() noexcept {
-#if CCF_SYNC_X86
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
-  return (ebx >> 11 & 1u) != 0 && (edx >> 11 & 1u) == 0;
-#else
-  return false;
-#endif
-}
-
-// Some firmware (TSX_FORCE_ABORT) aborts every transaction while CPUID still reports RTM.
-inline bool rtm_commits() noexcept {
-  constexpr int kProbes = 16;
-  RtmBackend rtm;
-  for (int i = 0; i < kProbes; ++i) {
-    if (rtm.begin().started()) {
-      rtm.end();
-      return true;
-    }
-  }
-  return false;
-}
-}  // namespace detail
-
-// Whether this CPU runs RTM transactions; computed once.
-inline bool rtm_available() noexcept {
-  static const bool available = detail::cpu_reports_rtm() && detail::rtm_commits();
-  return available;
-}
-
-// A scripted, single-threaded stand-in for the hardware (see "Testing without RTM" above).
-class SimulatedBackend {
- public:
-  // begin() returns `outcomes` in order, then `then` forever.
-  void script(std::vector<TxStatus> outcomes, TxStatus then = TxStatus::begun()) {
-    outcomes_ = std::move(outcomes);
-    next_ = 0;
-    then_ = then;
-  }
-  void set_available(bool available) noexcept { available_ = available; }
-
-  bool available() const noexcept { return available_; }
-
-  TxStatus begin() {
-    if (inside_) throw std::logic_error("SimulatedBackend: begin() inside a transaction");
-    ++begins_;
-    const TxStatus outcome = next_ < outcomes_.size() ? outcomes_[next_++] : then_;
-    inside_ = outcome.started();
-    return outcome;
-  }
-
-  void end() {
-    if (!inside_) throw std::logic_error("SimulatedBackend: end() outside a transaction");
-    inside_ = false;
-    ++commits_;
-  }
-
-  template <std::uint8_t Code>
-  TxStatus abort() {
-    if (!inside_) throw std::logic_error("SimulatedBackend: abort() outside a transaction");
-    inside_ = false;
-    ++explicit_aborts_;
-    return TxStatus::aborted_explicit(Code);
-  }
-
-  bool in_transaction() const noexcept { return inside_; }
-
-  unsigned begins() const noexcept { return begins_; }
-  unsigned commits() const noexcept { return commits_; }
-  unsigned explicit_aborts() const noexcept { return explicit_aborts_; }
-
- private:
-  std::vector<TxStatus> outcomes_;
-  std::size_t next_ = 0;
-  TxStatus then_ = TxStatus::begun();
-  bool available_ = true;
-  bool inside_ = false;
-  unsigned begins_ = 0;
-  unsigned commits_ = 0;
-  unsigned explicit_aborts_ = 0;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Statistics.
-
-struct ElisionCounters {
-  std::uint64_t started = 0;    // transactions begun (XBEGIN executed)
-  std::uint64_t committed = 0;  // transactions committed
-  std::uint64_t aborts_was_locked = 0;
-  std::uint64_t aborts_explicit = 0;  // explicit aborts with another code
-  std::uint64_t aborts_capacity = 0;
-  std::uint64_t aborts_conflict = 0;
-  std::uint64_t aborts_other = 0;  // debug, nested, status 0
-  std::uint64_t fallbacks = 0;     // critical sections run under the lock
-  std::uint64_t aux_acquisitions = 0;
-
-  std::uint64_t aborted() const noexcept {
-    return aborts_was_locked + aborts_explicit + aborts_capacity + aborts_conflict + aborts_other;
-  }
-};
-
-enum class ElisionEvent : unsigned {
-  kStarted,
-  kCommitted,
-  kWasLockedAbort,  // the abort events follow AbortReason's order (abort_event)
-  kExplicitAbort,
-  kCapacityAbort,
-  kConflictAbort,
-  kOtherAbort,
-  kFallback,
-  kAuxAcquired,
-};
-
-constexpr ElisionEvent abort_event(TxStatus s) noexcept {
-  return static_cast<ElisionEvent>(static_cast<unsigned>(ElisionEvent::kWasLockedAbort) +
-                                   static_cast<unsigned>(abort_reason(s)));
-}
-
-class NoElisionStats {
- public:
-  void record(ElisionEvent) noexcept {}
-  ElisionCounters snapshot() const noexcept { return {}; }
-  void reset() noexcept {}
-};
-
-class ElisionStats {
- public:
-  void record(ElisionEvent event) noexcept {
-    // Relaxed: an event counter; snapshots taken after the counting threads are joined are
-    // exact (join synchronizes), snapshots taken meanwhile are approximate.
-    slots_[thread_slot()].value[static_cast<unsigned>(event)].fetch_add(1,
-                                                                        std::memory_order_relaxed);
-  }
-
-  ElisionCounters snapshot() const noexcept {
-    std::array<std::uint64_t, kEvents> sum{};
-    for (const auto& slot : slots_) {
-      for (unsigned e = 0; e < kEvents; ++e) {
-        sum[e] += slot.value[e].load(std::memory_order_relaxed);  // relaxed: see record()
-      }
-    }
-    auto at = [&](ElisionEvent e) { return sum[static_cast<unsigned>(e)]; };
-    return {at(ElisionEvent::kStarted),        at(ElisionEvent::kCommitted),
-            at(ElisionEvent::kWasLockedAbort), at(ElisionEvent::kExplicitAbort),
-            at(ElisionEvent::kCapacityAbort),  at(ElisionEvent::kConflictAbort),
-            at(ElisionEvent::kOtherAbort),     at(ElisionEvent::kFallback),
-            at(ElisionEvent::kAuxAcquired)};
-  }
-
-  void reset() noexcept {
-    for (auto& slot : slots_) {
-      for (auto& counter : slot.value) counter.store(0, std::memory_order_relaxed);  // see record()
-    }
-  }
-
- private:
-  static constexpr unsigned kEvents = static_cast<unsigned>(ElisionEvent::kAuxAcquired) + 1;
-  std::array<CacheLinePadded<std::array<std::atomic<std::uint64_t>, kEvents>>, kThreadSlots>
-      slots_{};
-};
 
 // ---------------------------------------------------------------------------------------------
 // Policies.
@@ -587,5 +305,3 @@ class LockOnly {
 };
 
 }  // namespace ccf::sync
-
-#undef CCF_SYNC_X86
