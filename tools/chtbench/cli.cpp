@@ -113,6 +113,176 @@ struct Output {
   }
 };
 
+// The arguments of each subcommand, as CLI11 fills them, and the subcommand itself.
+struct RunArgs {
+  RunConfig config;
+  std::string dist = "uniform", pin = "default", init = "one";
+  Output out;
+  CLI::App* command = nullptr;
+};
+struct FilterArgs {
+  FilterBenchConfig config;
+  std::string pin = "default";
+  Output out;
+  CLI::App* command = nullptr;
+};
+struct SuiteArgs {
+  SuiteOptions options;
+  CLI::App* command = nullptr;
+};
+
+// chtbench run: the timed mixed workload.
+void add_run_command(CLI::App& app, RunArgs& a) {
+  CLI::App* run =
+      app.add_subcommand("run", "timed mixed workload on one structure (the thesis's CHTBench)");
+  run->add_option("-s,--structure", a.config.structure, "structure name (see --list)")->required();
+  run->add_option("-n,--threads", a.config.threads, "n: benchmark threads")
+      ->transform(in_range(1u, kMaxThreads))
+      ->capture_default_str();
+  run->add_option("-u,--update", a.config.update_pct,
+                  "u: update percent, half inserts and half erases; the rest are lookups")
+      ->transform(in_range(0u, 100u))
+      ->capture_default_str();
+  run->add_option("-i,--initial", a.config.initial,
+                  "i: initial items, distinct keys of [1, r] chosen uniformly; at most r")
+      ->transform(in_range(std::uint64_t{0}, kU64Max))
+      ->capture_default_str();
+  run->add_option("-r,--range", a.config.range,
+                  "r: keys are drawn from [1, r]; default 2i (at most 2^64 - 1), so about half "
+                  "of all operations fail")
+      ->transform(in_range(std::uint64_t{1}, kU64Max));
+  run->add_option("-d,--duration-ms", a.config.duration_ms, "d: length of the timed phase, ms")
+      ->transform(in_range(1u, 3600000u))
+      ->capture_default_str();
+  run->add_option("--dist", a.dist,
+                  "key distribution: uniform, or zipf:THETA (key k drawn with probability "
+                  "proportional to k^-THETA, e.g. zipf:0.99)")
+      ->check(parsed_by(KeyDist::parse, "uniform|zipf:THETA"))
+      ->capture_default_str();
+  run->add_option("--pin", a.pin,
+                  "thread placement from the hwloc topology: default (the OS), compact (fill "
+                  "one package, core by core), balanced (spread, hyperthreads last)")
+      ->check(CLI::IsMember({"default", "compact", "balanced"}))
+      ->capture_default_str();
+  run->add_option("--init-threads", a.init,
+                  "initial fill by one thread or by all n threads behind a barrier")
+      ->check(CLI::IsMember({"one", "all"}))
+      ->capture_default_str();
+  run->add_flag("--latency", a.config.latency,
+                "time 1 in 64 operations with the cycle counter; report p50/p90/p99/p99.9 ns "
+                "per class (get/put/rem, suc/fail)");
+  run->add_option("-k,--repeat", a.config.repeat,
+                  "K: repeat with a fresh structure K times; report the median")
+      ->transform(in_range(1u, 1000u))
+      ->capture_default_str();
+  CLI::Option* batch =
+      run->add_option(
+             "--batch", a.config.batch,
+             "lookups in batches: draw B operations at a time and pass each run of "
+             "consecutive lookups to the structure's batched lookup (hash ahead and "
+             "prefetch, where it has one); updates still run one by one, in order. 1 = one "
+             "call per operation; not with --latency")
+          ->transform(in_range(1u, 4096u))
+          ->capture_default_str();
+  batch->excludes("--latency");
+  run->add_option("--capacity", a.config.capacity,
+                  "items every structure is sized for (default r); at least i")
+      ->transform(in_range(std::uint64_t{1}, kU64Max));
+  run->add_option("--fp-bits", a.config.fp_bits,
+                  "filters: fingerprint bits (Bloom filters: bits per item); each filter "
+                  "supports some widths")
+      ->transform(in_range(1u, 64u))
+      ->capture_default_str();
+  run->add_option("--seed", a.config.seed, "seed of every key stream")
+      ->transform(in_range(std::uint64_t{0}, kU64Max))
+      ->capture_default_str();
+  a.out.add_to(*run);
+  run->footer(memory_note());
+  a.command = run;
+}
+
+// chtbench filter: the filter metrics.
+void add_filter_command(CLI::App& app, FilterArgs& a) {
+  CLI::App* filter = app.add_subcommand(
+      "filter",
+      "filter metrics: fill to the first failure; load factor, bits/item, false-positive rate, "
+      "construction and lookup rates");
+  filter->add_option("-s,--structure", a.config.structure, "filter name (see --list)")->required();
+  filter
+      ->add_option("--fp-bits", a.config.fp_bits,
+                   "fingerprint bits (Bloom filters: bits per item); each filter supports some "
+                   "widths")
+      ->transform(in_range(1u, 64u))
+      ->capture_default_str();
+  filter->add_option("--capacity", a.config.capacity, "items the filter is sized for")
+      ->transform(in_range(std::uint64_t{1}, kU64Max))
+      ->capture_default_str();
+  filter->add_option("-n,--threads", a.config.threads, "n: threads (thread-safe filters only)")
+      ->transform(in_range(1u, kMaxThreads))
+      ->capture_default_str();
+  filter->add_option("--pin", a.pin, "thread placement: default, compact or balanced")
+      ->check(CLI::IsMember({"default", "compact", "balanced"}))
+      ->capture_default_str();
+  filter
+      ->add_option("--fill", a.config.fill,
+                   "stop construction at this fraction of the slots (1: until the first "
+                   "insert fails)")
+      ->transform(in_range(0.0, 1.0, /*open_low=*/true))
+      ->capture_default_str();
+  filter
+      ->add_option("--insert-batch", a.config.insert_batch,
+                   "construction inserts B keys per call through the filter's batched insert "
+                   "(hash ahead and prefetch); 0: one insert per call")
+      ->transform(in_range(std::size_t{0}, std::size_t{1} << 24))
+      ->capture_default_str();
+  filter->add_option("--seed", a.config.seed, "seed of the key streams")
+      ->transform(in_range(std::uint64_t{0}, kU64Max))
+      ->capture_default_str();
+  a.out.add_to(*filter);
+  filter->footer(memory_note());
+  a.command = filter;
+}
+
+// chtbench suite: the side-by-side evaluation.
+void add_suite_command(CLI::App& app, SuiteArgs& a) {
+  CLI::App* suite = app.add_subcommand(
+      "suite", "the side-by-side evaluation of every structure: table on stdout, plots in DIR");
+  suite->add_option("plan", a.options.plan, "quick (a few minutes on 2 cores) or full")
+      ->required()
+      ->check(CLI::IsMember({"quick", "full"}));
+  suite
+      ->add_option("--out", a.options.out_dir,
+                   "directory for results.json, results.csv and the PNGs")
+      ->capture_default_str();
+  suite
+      ->add_option("--structures", a.options.structures,
+                   "only these structures (comma-separated names; default: all)")
+      ->delimiter(',');
+  a.command = suite;
+}
+
+// Runs what the parsed command line asks for. Throws UsageError for a bad combination.
+int dispatch(const CLI::App& app, bool list, RunArgs& run, FilterArgs& filter,
+             const SuiteArgs& suite) {
+  if (list) {
+    list_structures();
+  } else if (run.command->parsed()) {
+    run.config.dist = KeyDist::parse(run.dist);
+    run.config.pin = parse_pin(run.pin);
+    run.config.init_all = run.init == "all";
+    run.out.write(run_benchmark(find_structure(run.config.structure), run.config));
+  } else if (filter.command->parsed()) {
+    filter.config.pin = parse_pin(filter.pin);
+    filter.out.write(run_filter_benchmark(find_structure(filter.config.structure), filter.config));
+  } else if (suite.command->parsed()) {
+    run_suite(suite.options);
+  } else {
+    std::cerr << app.help() << "\nchtbench: nothing to do: give --list or a subcommand\n";
+    return 2;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -123,156 +293,20 @@ int run_cli(int argc, char** argv) {
   app.name("chtbench");
   bool list = false;
   app.add_flag("--list", list, "list every structure: name and a one-line description");
-
-  // chtbench run
-  RunConfig rc;
-  std::string dist = "uniform", pin = "default", init = "one";
-  Output run_out;
-  CLI::App* run =
-      app.add_subcommand("run", "timed mixed workload on one structure (the thesis's CHTBench)");
-  run->add_option("-s,--structure", rc.structure, "structure name (see --list)")->required();
-  run->add_option("-n,--threads", rc.threads, "n: benchmark threads")
-      ->transform(in_range(1u, kMaxThreads))
-      ->capture_default_str();
-  run->add_option("-u,--update", rc.update_pct,
-                  "u: update percent, half inserts and half erases; the rest are lookups")
-      ->transform(in_range(0u, 100u))
-      ->capture_default_str();
-  run->add_option("-i,--initial", rc.initial,
-                  "i: initial items, distinct keys of [1, r] chosen uniformly; at most r")
-      ->transform(in_range(std::uint64_t{0}, kU64Max))
-      ->capture_default_str();
-  run->add_option("-r,--range", rc.range,
-                  "r: keys are drawn from [1, r]; default 2i (at most 2^64 - 1), so about half "
-                  "of all operations fail")
-      ->transform(in_range(std::uint64_t{1}, kU64Max));
-  run->add_option("-d,--duration-ms", rc.duration_ms, "d: length of the timed phase, ms")
-      ->transform(in_range(1u, 3600000u))
-      ->capture_default_str();
-  run->add_option("--dist", dist,
-                  "key distribution: uniform, or zipf:THETA (key k drawn with probability "
-                  "proportional to k^-THETA, e.g. zipf:0.99)")
-      ->check(parsed_by(KeyDist::parse, "uniform|zipf:THETA"))
-      ->capture_default_str();
-  run->add_option("--pin", pin,
-                  "thread placement from the hwloc topology: default (the OS), compact (fill "
-                  "one package, core by core), balanced (spread, hyperthreads last)")
-      ->check(CLI::IsMember({"default", "compact", "balanced"}))
-      ->capture_default_str();
-  run->add_option("--init-threads", init,
-                  "initial fill by one thread or by all n threads behind a barrier")
-      ->check(CLI::IsMember({"one", "all"}))
-      ->capture_default_str();
-  run->add_flag("--latency", rc.latency,
-                "time 1 in 64 operations with the cycle counter; report p50/p90/p99/p99.9 ns "
-                "per class (get/put/rem, suc/fail)");
-  run->add_option("-k,--repeat", rc.repeat,
-                  "K: repeat with a fresh structure K times; report the median")
-      ->transform(in_range(1u, 1000u))
-      ->capture_default_str();
-  CLI::Option* batch =
-      run->add_option(
-             "--batch", rc.batch,
-             "lookups in batches: draw B operations at a time and pass each run of "
-             "consecutive lookups to the structure's batched lookup (hash ahead and "
-             "prefetch, where it has one); updates still run one by one, in order. 1 = one "
-             "call per operation; not with --latency")
-          ->transform(in_range(1u, 4096u))
-          ->capture_default_str();
-  batch->excludes("--latency");
-  run->add_option("--capacity", rc.capacity,
-                  "items every structure is sized for (default r); at least i")
-      ->transform(in_range(std::uint64_t{1}, kU64Max));
-  run->add_option("--fp-bits", rc.fp_bits,
-                  "filters: fingerprint bits (Bloom filters: bits per item); each filter "
-                  "supports some widths")
-      ->transform(in_range(1u, 64u))
-      ->capture_default_str();
-  run->add_option("--seed", rc.seed, "seed of every key stream")
-      ->transform(in_range(std::uint64_t{0}, kU64Max))
-      ->capture_default_str();
-  run_out.add_to(*run);
-  run->footer(memory_note());
-
-  // chtbench filter
-  FilterBenchConfig fc;
-  std::string filter_pin = "default";
-  Output filter_out;
-  CLI::App* filter = app.add_subcommand(
-      "filter",
-      "filter metrics: fill to the first failure; load factor, bits/item, false-positive rate, "
-      "construction and lookup rates");
-  filter->add_option("-s,--structure", fc.structure, "filter name (see --list)")->required();
-  filter
-      ->add_option("--fp-bits", fc.fp_bits,
-                   "fingerprint bits (Bloom filters: bits per item); each filter supports some "
-                   "widths")
-      ->transform(in_range(1u, 64u))
-      ->capture_default_str();
-  filter->add_option("--capacity", fc.capacity, "items the filter is sized for")
-      ->transform(in_range(std::uint64_t{1}, kU64Max))
-      ->capture_default_str();
-  filter->add_option("-n,--threads", fc.threads, "n: threads (thread-safe filters only)")
-      ->transform(in_range(1u, kMaxThreads))
-      ->capture_default_str();
-  filter->add_option("--pin", filter_pin, "thread placement: default, compact or balanced")
-      ->check(CLI::IsMember({"default", "compact", "balanced"}))
-      ->capture_default_str();
-  filter
-      ->add_option("--fill", fc.fill,
-                   "stop construction at this fraction of the slots (1: until the first "
-                   "insert fails)")
-      ->transform(in_range(0.0, 1.0, /*open_low=*/true))
-      ->capture_default_str();
-  filter
-      ->add_option("--insert-batch", fc.insert_batch,
-                   "construction inserts B keys per call through the filter's batched insert "
-                   "(hash ahead and prefetch); 0: one insert per call")
-      ->transform(in_range(std::size_t{0}, std::size_t{1} << 24))
-      ->capture_default_str();
-  filter->add_option("--seed", fc.seed, "seed of the key streams")
-      ->transform(in_range(std::uint64_t{0}, kU64Max))
-      ->capture_default_str();
-  filter_out.add_to(*filter);
-  filter->footer(memory_note());
-
-  // chtbench suite
-  SuiteOptions so;
-  CLI::App* suite = app.add_subcommand(
-      "suite", "the side-by-side evaluation of every structure: table on stdout, plots in DIR");
-  suite->add_option("plan", so.plan, "quick (a few minutes on 2 cores) or full")
-      ->required()
-      ->check(CLI::IsMember({"quick", "full"}));
-  suite->add_option("--out", so.out_dir, "directory for results.json, results.csv and the PNGs")
-      ->capture_default_str();
-  suite
-      ->add_option("--structures", so.structures,
-                   "only these structures (comma-separated names; default: all)")
-      ->delimiter(',');
+  RunArgs run;
+  FilterArgs filter;
+  SuiteArgs suite;
+  add_run_command(app, run);
+  add_filter_command(app, filter);
+  add_suite_command(app, suite);
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // --help is a ParseError with status 0
   }
-
   try {
-    if (list) {
-      list_structures();
-    } else if (run->parsed()) {
-      rc.dist = KeyDist::parse(dist);
-      rc.pin = parse_pin(pin);
-      rc.init_all = init == "all";
-      run_out.write(run_benchmark(find_structure(rc.structure), rc));
-    } else if (filter->parsed()) {
-      fc.pin = parse_pin(filter_pin);
-      filter_out.write(run_filter_benchmark(find_structure(fc.structure), fc));
-    } else if (suite->parsed()) {
-      run_suite(so);
-    } else {
-      std::cerr << app.help() << "\nchtbench: nothing to do: give --list or a subcommand\n";
-      return 2;
-    }
+    return dispatch(app, list, run, filter, suite);
   } catch (const UsageError& e) {
     std::cerr << "chtbench: error: " << e.what() << "\n";
     return 2;
@@ -280,7 +314,6 @@ int run_cli(int argc, char** argv) {
     std::cerr << "chtbench: failed: " << e.what() << "\n";
     return 1;
   }
-  return 0;
 }
 
 }  // namespace chtbench
