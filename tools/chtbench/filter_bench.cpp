@@ -43,10 +43,8 @@ void for_share(const std::vector<std::uint64_t>& keys, unsigned t, unsigned n, s
   for (std::size_t j = 0, i = t; j < count && i < keys.size(); ++j, i += n) f(keys[i]);
 }
 
-}  // namespace
-
-FilterResult run_filter_benchmark(const StructureInfo& info, FilterBenchConfig c) {
-  c.structure = info.name;
+// The checks that need the structure (the CLI checked each option's range). Throws UsageError.
+void check_filter_config(const StructureInfo& info, const FilterBenchConfig& c) {
   if (!info.traits.filter) {
     throw UsageError(fmt::format("'{}' is not a filter; `chtbench run` benchmarks it", info.name));
   }
@@ -67,33 +65,32 @@ FilterResult run_filter_benchmark(const StructureInfo& info, FilterBenchConfig c
   require_memory(
       static_cast<double>(c.capacity) * c.fp_bits / 8 + 8 * (positive_keys + negative_keys),
       fmt::format("--capacity {} at --fp-bits {} and --fill {}", c.capacity, c.fp_bits, c.fill));
+}
 
-  std::unique_ptr<Structure> s;
+std::unique_ptr<Structure> build_filter(const StructureInfo& info, const FilterBenchConfig& c) {
   try {
-    s = info.make({.capacity = c.capacity, .fp_bits = c.fp_bits, .seed = c.seed});
+    return info.make({.capacity = c.capacity, .fp_bits = c.fp_bits, .seed = c.seed});
   } catch (const std::invalid_argument& e) {
     throw UsageError(fmt::format("cannot build '{}' with --capacity {} and --fp-bits {}: {}",
                                  info.name, c.capacity, c.fp_bits, e.what()));
   }
+}
 
-  FilterResult r;
-  r.config = c;
-  r.slots = s->capacity();
+// Fills the filter with `keys` (to --fill); sets the construction figures of r. Returns the
+// keys each thread stored: thread t stored keys t, t + n, ... of its first stored[t].
+std::vector<std::size_t> construct(Structure& s, const FilterBenchConfig& c,
+                                   const std::vector<std::uint64_t>& keys, FilterResult& r) {
   const unsigned n = c.threads;
-  const auto to_insert = static_cast<std::size_t>(
-      std::llround(c.fill * static_cast<double>(std::max<std::size_t>(r.slots, 1))));
-  const std::vector<std::uint64_t> keys = random_keys(c.seed, kPositiveStream, to_insert);
-
   // Construction: each thread inserts its share until the first failure anywhere.
   std::vector<std::size_t> stored(n, 0);
   std::atomic<bool> full{false};
-  const double build_seconds = parallel_phase(*s, c.pin, n, [&](unsigned t) {
+  const double build_seconds = parallel_phase(s, c.pin, n, [&](unsigned t) {
     std::size_t mine = 0;
     // Relaxed: the flag only shortens the other threads' loops.
     const auto go_on = [&] { return !full.load(std::memory_order_relaxed); };
     if (c.insert_batch == 0) {
       for (std::size_t i = t; i < keys.size() && go_on(); i += n) {
-        if (!s->insert(keys[i])) {
+        if (!s.insert(keys[i])) {
           full.store(true, std::memory_order_relaxed);
           break;
         }
@@ -105,7 +102,7 @@ FilterResult run_filter_benchmark(const StructureInfo& info, FilterBenchConfig c
       for (std::size_t i = t; i < keys.size() && go_on();) {
         batch.clear();
         for (; i < keys.size() && batch.size() < c.insert_batch; i += n) batch.push_back(keys[i]);
-        const std::size_t done = s->insert_many(batch);
+        const std::size_t done = s.insert_many(batch);
         mine += done;
         if (done < batch.size()) {
           full.store(true, std::memory_order_relaxed);
@@ -118,11 +115,19 @@ FilterResult run_filter_benchmark(const StructureInfo& info, FilterBenchConfig c
   r.filled_to_failure = full.load();
   for (const std::size_t k : stored) r.items += k;
   r.construction_mops = static_cast<double>(r.items) / build_seconds / 1e6;
-  r.memory_bytes = s->memory_bytes();
-  r.load_factor = s->load_factor();
+  r.memory_bytes = s.memory_bytes();
+  r.load_factor = s.load_factor();
   r.bits_per_item =
       r.items == 0 ? 0 : 8.0 * static_cast<double>(r.memory_bytes) / static_cast<double>(r.items);
+  return stored;
+}
 
+// Plain and batched lookups of the stored keys and of keys never inserted; false negatives and
+// the false-positive rate.
+void measure_lookups(Structure& s, const FilterBenchConfig& c,
+                     const std::vector<std::uint64_t>& keys, const std::vector<std::size_t>& stored,
+                     FilterResult& r) {
+  const unsigned n = c.threads;
   r.positive_queries = r.items;
   r.negative_queries =
       c.negative_queries != 0 ? c.negative_queries : std::max<std::uint64_t>(r.items, 1u << 20);
@@ -134,22 +139,22 @@ FilterResult run_filter_benchmark(const StructureInfo& info, FilterBenchConfig c
   std::atomic<std::uint64_t> hits{0};
   const auto plain = [&](const std::vector<std::uint64_t>& set, auto share) {
     hits = 0;
-    const double seconds = parallel_phase(*s, c.pin, n, [&](unsigned t) {
+    const double seconds = parallel_phase(s, c.pin, n, [&](unsigned t) {
       std::uint64_t mine = 0;
-      for_share(set, t, n, share(t), [&](std::uint64_t k) { mine += s->contains(k); });
+      for_share(set, t, n, share(t), [&](std::uint64_t k) { mine += s.contains(k); });
       hits.fetch_add(mine, std::memory_order_relaxed);  // relaxed: read after the join
     });
     return seconds;
   };
   // Batched lookups: contains_many() over batches of kBatch keys.
   const auto batched = [&](const std::vector<std::uint64_t>& set, auto share) {
-    return parallel_phase(*s, c.pin, n, [&](unsigned t) {
+    return parallel_phase(s, c.pin, n, [&](unsigned t) {
       std::vector<std::uint64_t> batch;
       batch.reserve(kBatch);
       const auto out = std::make_unique<bool[]>(kBatch);
       std::uint64_t mine = 0;
       const auto flush = [&] {
-        mine += s->contains_many(batch, std::span<bool>(out.get(), batch.size()));
+        mine += s.contains_many(batch, std::span<bool>(out.get(), batch.size()));
         batch.clear();
       };
       for_share(set, t, n, share(t), [&](std::uint64_t k) {
@@ -172,10 +177,27 @@ FilterResult run_filter_benchmark(const StructureInfo& info, FilterBenchConfig c
   r.fpr = static_cast<double>(r.false_positives) / static_cast<double>(r.negative_queries);
   r.positive_batched_mops = mops(r.positive_queries, batched(keys, pos_share));
   r.negative_batched_mops = mops(r.negative_queries, batched(negatives, neg_share));
+}
+
+}  // namespace
+
+FilterResult run_filter_benchmark(const StructureInfo& info, FilterBenchConfig c) {
+  c.structure = info.name;
+  check_filter_config(info, c);
+  const std::unique_ptr<Structure> s = build_filter(info, c);
+
+  FilterResult r;
+  r.config = c;
+  r.slots = s->capacity();
+  const auto to_insert = static_cast<std::size_t>(
+      std::llround(c.fill * static_cast<double>(std::max<std::size_t>(r.slots, 1))));
+  const std::vector<std::uint64_t> keys = random_keys(c.seed, kPositiveStream, to_insert);
+  const std::vector<std::size_t> stored = construct(*s, c, keys, r);
+  measure_lookups(*s, c, keys, stored, r);
 
   const MemoryProbe probe(r.memory_bytes);
   r.limit_mops =
-      measure_limit_mops(probe, n, std::chrono::milliseconds(c.probe_ms),
+      measure_limit_mops(probe, c.threads, std::chrono::milliseconds(c.probe_ms),
                          [&](unsigned t) { Topology::get().pin_current_thread(c.pin, t); });
   return r;
 }
