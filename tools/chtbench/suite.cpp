@@ -179,7 +179,8 @@ std::vector<Series> line_series(const std::vector<Done>& done, const std::string
   return out;
 }
 
-std::vector<Figure> make_figures(const std::vector<Done>& done, const Plan& plan) {
+// Throughput against threads, update ratio and initial size: one figure per sweep.
+std::vector<Figure> sweep_figures(const std::vector<Done>& done, const Plan& plan) {
   std::vector<Figure> figures;
   const auto mops = [](const RunResult& r) { return r.throughput_mops; };
   Panel threads{
@@ -225,8 +226,11 @@ std::vector<Figure> make_figures(const std::vector<Done>& done, const Plan& plan
                    .series = line_series(done, "initial", initial_x, [](const RunResult& r) {
                      return r.throughput_mops / r.limit_mops;
                    })}}});
+  return figures;
+}
 
-  // Latency: one panel per class, percentiles on x, one line per structure.
+// Latency: one panel per operation class, percentiles on x, one line per structure.
+Figure latency_figure(const std::vector<Done>& done, const Plan& plan) {
   Figure latency{.name = "latency",
                  .title = fmt::format("Latency percentiles per operation class (u = {}%, i = {})",
                                       plan.update, plan.initial),
@@ -253,9 +257,11 @@ std::vector<Figure> make_figures(const std::vector<Done>& done, const Plan& plan
     }
     latency.panels.push_back(p);
   }
-  figures.push_back(latency);
+  return latency;
+}
 
-  // Memory at the largest size of the cache-size sweep.
+// Memory per item at the largest size of the cache-size sweep.
+Figure memory_figure(const std::vector<Done>& done, const Plan& plan) {
   Panel memory{.title = fmt::format("Memory per item at i = {} (r = 2i, u = {}%)",
                                     plan.initials.back(), plan.update),
                .xlabel = "",
@@ -268,9 +274,11 @@ std::vector<Figure> make_figures(const std::vector<Done>& done, const Plan& plan
     memory.series[0].y.push_back(static_cast<double>(r.memory_bytes) / items);
     memory.series[1].y.push_back(static_cast<double>(r.rss_growth_bytes) / items);
   }
-  figures.push_back({.name = "memory", .panels = {memory}});
+  return {.name = "memory", .panels = {memory}};
+}
 
-  // Filters: space against false-positive rate.
+// Filters: space against false-positive rate.
+Figure filter_fpr_figure(const std::vector<Done>& done, const Plan& plan) {
   Panel fpr{.title = fmt::format("Filters: space vs false-positive rate (filled to the first "
                                  "failure, capacity {})",
                                  plan.filter_capacity),
@@ -300,7 +308,14 @@ std::vector<Figure> make_figures(const std::vector<Done>& done, const Plan& plan
     for (std::size_t i = 0; i < points.size(); ++i) std::tie(ser.x[i], ser.y[i]) = points[i];
     fpr.series.push_back(ser);
   }
-  figures.push_back({.name = "filter_bits_vs_fpr", .panels = {fpr}});
+  return {.name = "filter_bits_vs_fpr", .panels = {fpr}};
+}
+
+std::vector<Figure> make_figures(const std::vector<Done>& done, const Plan& plan) {
+  std::vector<Figure> figures = sweep_figures(done, plan);
+  figures.push_back(latency_figure(done, plan));
+  figures.push_back(memory_figure(done, plan));
+  figures.push_back(filter_fpr_figure(done, plan));
   return figures;
 }
 
