@@ -594,6 +594,26 @@ TEST(GoodFiles, LoadThroughEveryStream) {
   }
 }
 
+// A seekable stream's length is checked up front, so its payload is read straight into the
+// table: no chunk copies on the heap (the table itself is page-mapped), one copy in all.
+TEST(GoodFiles, SeekableStreamIsReadStraightIntoTheTable) {
+  if (!CCF_COUNT_HEAP) GTEST_SKIP() << "heap peaks are counted in the Release build only";
+  using Filter = ccf::CuckooFilter<ccf::PackedTable<12, 4>>;
+  Filter source(1 << 22);
+  for (const std::uint64_t key : member_keys(1 << 21, 5))
+    ASSERT_EQ(source.insert(key), Status::kOk);
+  const std::string file = saved(source);
+  ASSERT_GT(file.size(), 4 * kPayloadChunkBytes);
+  std::istringstream in(file);
+  Filter target(1);
+  Watch watch;
+  target.load(in);
+  const Watch::Peaks peaks = watch.peaks();
+  EXPECT_EQ(target.size(), source.size());
+  EXPECT_LT(peaks.heap, kPayloadChunkBytes) << "the payload went through heap chunks";
+  EXPECT_LT(peaks.mapped, file.size() + 8 * kMiB) << "more than one copy of the payload";
+}
+
 INSTANTIATE_TEST_SUITE_P(Streams, HostileLoad,
                          ::testing::Values(Channel::kPipe, Channel::kStreambuf),
                          [](const ::testing::TestParamInfo<Channel>& channel) {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -224,7 +225,9 @@ std::optional<long> status_kib(const char* field) {
 // The one other transient cost is accounted separately: K-CAS descriptors allocated beyond the
 // per-thread pools while a preempted thread holds reclamation back (kcas.hpp, "Memory"). On a
 // quiet machine a few thousand; with the two cores busy with other work, 100,000+ (13+ MB).
-// They are counted (KcasStats) and allowed for at kDescriptorAllowance bytes each.
+// They are counted (KcasStats: allocations, an over-count, since a descriptor freed beyond the
+// per-thread cache and allocated again counts twice) and allowed for at kDescriptorAllowance
+// bytes each, up to half the filter: a stampede (threads x level) still exceeds that bound.
 TEST(LockFreeGrowth, ManyThreadsGrowingAtOnceNeedNoMoreThanTheFinalFootprint) {
   if (ccf::testing::kSanitized) {
     GTEST_SKIP() << "resident-set figures are measured in the Release build (sanitizer shadow "
@@ -277,14 +280,14 @@ TEST(LockFreeGrowth, ManyThreadsGrowingAtOnceNeedNoMoreThanTheFinalFootprint) {
   const long filter_kib = result[4];
   // A descriptor is 128 bytes (64-byte aligned); an aligned operator new adds up to 64 more.
   constexpr long kDescriptorAllowance = 192;
-  const long descriptors_kib = result[5] * kDescriptorAllowance / 1024;
+  const long descriptors_kib = std::min(result[5] * kDescriptorAllowance / 1024, filter_kib / 2);
   std::printf(
       "growth by 8 threads: %ld levels, filter %ld KiB; RSS baseline %ld KiB, peak %ld KiB, "
       "final %ld KiB; %ld K-CAS descriptors beyond the pools (%ld KiB allowed)\n",
       result[3], filter_kib, baseline, peak, final_rss, result[5], descriptors_kib);
   // The filter's final footprint, not the process's final RSS (which keeps whatever the
-  // allocator took at the peak): transient memory of any kind -- levels built and thrown away,
-  // K-CAS descriptors waiting for reclamation -- counts against the bound.
+  // allocator took at the peak): transient memory -- levels built and thrown away, K-CAS
+  // descriptors beyond the allowance -- counts against the bound.
   EXPECT_LE(static_cast<double>(peak - baseline - descriptors_kib),
             1.5 * static_cast<double>(filter_kib));
 }

@@ -15,7 +15,8 @@
 #error "a public header leaked a project macro"
 #endif
 
-// xxhash.h may be included again without XXH_INLINE_ALL, as a user of libxxhash would.
+// xxhash.h included again without XXH_INLINE_ALL, as a user of libxxhash would write it: it
+// compiles, and the user's calls hash as the library does (they reach the inlined copy).
 #include <xxhash.h>
 
 namespace {

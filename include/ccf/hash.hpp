@@ -10,9 +10,10 @@
 #include <cstdint>
 #include <string_view>
 
-// xxHash inlined (no library to link): XXH_INLINE_ALL is defined only around the include, so
-// that it does not leak into the user's translation unit. xxhash.h may be included again without
-// it (its inline and regular forms coexist); a user who defined it keeps it.
+// xxHash inlined (no library to link): XXH_INLINE_ALL is defined only around the include, so the
+// macro itself does not stay defined in the user's translation unit (a user who defined it keeps
+// it). xxhash.h's own macros do stay: after this header, a later #include <xxhash.h> adds nothing
+// and the user's XXH3 calls reach the same inlined copy (tests/public_headers_test.cpp).
 #ifdef XXH_INLINE_ALL
 #include <xxhash.h>
 #else

@@ -61,6 +61,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cassert>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -305,6 +306,7 @@ class StripedCuckooFilter : public detail::KeyApi<StripedCuckooFilter<FpBits, Sl
   // the slot first. Returns false, with fp not stored, if a step no longer matches the table
   // (another writer got there first); the steps already made stay (each kept every item).
   bool execute(const detail::CuckooPath<kSlots, kPathDepth>& path, std::uint32_t fp) noexcept {
+    assert(path.length >= 2);  // find_cuckoo_path looks for room from depth 1 on: a step exists
     for (unsigned step = path.length - 1; step > 0; --step) {
       const detail::CuckooPathStep& from = path.steps[step - 1];
       const std::uint64_t to = path.steps[step].bucket;

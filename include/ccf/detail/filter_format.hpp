@@ -24,9 +24,11 @@
 // payload size consistent with the bucket count, victim inside the table, bucket count and
 // payload within the 64 TiB size limit and, on seekable streams, within the bytes actually
 // present), then read and checksum the payload, and finally validate every bucket. Only then
-// does a load take effect. The payload is read in 1 MiB chunks and the table allocated only
-// once it is whole and its checksum holds, so a load never holds more memory than the stream
-// delivered plus one chunk, whatever a header claims and whether or not the stream can seek.
+// does a load take effect. Memory follows the bytes actually present, whatever a header claims:
+// a seekable stream's remaining length is checked first and the payload then read straight into
+// the table; a stream that cannot seek (a pipe) is read in 1 MiB chunks, and the table is built
+// only once the payload is whole and its checksum holds -- until then a load holds at most one
+// chunk more than the stream delivered (a complete load briefly holds the payload twice).
 #pragma once
 
 #include <algorithm>
@@ -190,43 +192,44 @@ class HeaderCodec {
 };
 
 // Throws unless `in` (when seekable) still holds at least `bytes` bytes: a corrupted or forged
-// size is rejected before the allocation it would cause.
-inline void require_available(std::istream& in, std::uint64_t bytes) {
+// size is rejected before the allocation it would cause. Returns whether it could tell (false:
+// the stream cannot seek, and only reading will tell).
+inline bool require_available(std::istream& in, std::uint64_t bytes) {
   const std::istream::pos_type here = in.tellg();
-  if (here == std::istream::pos_type(-1)) return;  // not seekable: the read itself will tell
+  if (here == std::istream::pos_type(-1)) return false;
   in.seekg(0, std::ios::end);
   const std::istream::pos_type end = in.tellg();
   in.seekg(here);
-  if (end != std::istream::pos_type(-1) && static_cast<std::uint64_t>(end - here) < bytes) {
+  if (end == std::istream::pos_type(-1)) return false;
+  if (static_cast<std::uint64_t>(end - here) < bytes) {
     throw FormatError("truncated cuckoo filter: " + std::to_string(bytes) +
                       " payload bytes announced, " + std::to_string(end - here) + " present");
   }
+  return true;
 }
 
-// The payload is read in chunks of this size, so memory grows with the bytes the stream
+// A stream that cannot seek is read in chunks of this size, so memory grows with the bytes it
 // actually delivers, never with the size a header announces.
 inline constexpr std::size_t kPayloadChunkBytes = std::size_t{1} << 20;
 
-// Every chunk holds kPayloadChunkBytes except the last, which holds the rest.
-using PayloadChunks = std::vector<std::unique_ptr<std::byte[]>>;
-
-// Reads `bytes` payload bytes and the checksum after them. Holds at most one chunk more than
-// the stream has delivered. Throws FormatError if the stream ends early or the checksum fails.
-inline PayloadChunks read_payload(std::istream& in, std::uint64_t bytes) {
+// Reads `bytes` payload bytes, kPayloadChunkBytes at a time, each into the place(offset, size)
+// returns, hashing as it goes; then the checksum after them. Throws FormatError if the stream
+// ends early or the checksum fails.
+template <class Place>
+void read_checked_payload(std::istream& in, std::uint64_t bytes, Place place) {
   XXH3_state_t state;
   XXH3_64bits_reset(&state);
-  PayloadChunks chunks;
   for (std::uint64_t done = 0; done < bytes;) {
     const auto size =
         static_cast<std::size_t>(std::min<std::uint64_t>(kPayloadChunkBytes, bytes - done));
-    std::byte* chunk = chunks.emplace_back(std::make_unique_for_overwrite<std::byte[]>(size)).get();
-    in.read(reinterpret_cast<char*>(chunk), static_cast<std::streamsize>(size));
+    std::byte* const to = place(done, size);
+    in.read(reinterpret_cast<char*>(to), static_cast<std::streamsize>(size));
     done += static_cast<std::uint64_t>(in.gcount());
     if (!in) {
       throw FormatError("truncated cuckoo filter payload: " + std::to_string(bytes) +
                         " bytes announced, " + std::to_string(done) + " present");
     }
-    XXH3_64bits_update(&state, chunk, size);
+    XXH3_64bits_update(&state, to, size);
   }
   std::uint64_t checksum = 0;
   in.read(reinterpret_cast<char*>(&checksum), sizeof checksum);
@@ -234,7 +237,25 @@ inline PayloadChunks read_payload(std::istream& in, std::uint64_t bytes) {
   if (checksum != XXH3_64bits_digest(&state)) {
     throw FormatError("cuckoo filter payload checksum mismatch (corrupted file)");
   }
-  return chunks;
+}
+
+// The payload of a stream that cannot seek: read into chunks (at most one more than the stream
+// delivered), then copied into a new table, each chunk freed once copied.
+template <class Table>
+Table table_from_unseekable(const FilterHeader& h, std::istream& in) {
+  std::vector<std::unique_ptr<std::byte[]>> chunks;
+  read_checked_payload(in, h.payload_bytes, [&](std::uint64_t, std::size_t size) {
+    return chunks.emplace_back(std::make_unique_for_overwrite<std::byte[]>(size)).get();
+  });
+  Table table(h.buckets);
+  const std::span<std::byte> payload = table.payload();
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const std::size_t at = i * kPayloadChunkBytes;
+    std::memcpy(payload.data() + at, chunks[i].get(),
+                std::min(kPayloadChunkBytes, payload.size() - at));
+    chunks[i].reset();
+  }
+  return table;
 }
 
 // Writes a whole filter: header, payload, payload checksum. Throws std::ios_base::failure.
@@ -266,10 +287,10 @@ FilterHeader shape_of() {
 }
 
 // The rest of a filter whose header `h` was read: checks that the file's shape is Table's and
-// its sizes are consistent, reads the payload and checks its checksum, only then builds a new
-// Table from it, and checks that every bucket is valid and that the occupied slots (+ victim)
-// match the item count. Throws FormatError; builds nothing the caller sees unless everything
-// holds.
+// its sizes are consistent, reads the payload into a new Table (directly where the stream's
+// length was checked, else through chunks) with its checksum, and checks that every bucket is
+// valid and that the occupied slots (+ victim) match the item count. Throws FormatError; builds
+// nothing the caller sees unless everything holds.
 template <class Table>
 Table read_table(const FilterHeader& h, std::istream& in) {
   const FilterHeader mine = shape_of<Table>();
@@ -283,16 +304,16 @@ Table read_table(const FilterHeader& h, std::istream& in) {
   if (h.victim_used && (h.victim_fp == 0 || h.victim_fp > Table::kFpMask)) {
     throw FormatError("corrupted victim fingerprint");
   }
-  require_available(in, h.payload_bytes + sizeof(std::uint64_t));
-  PayloadChunks chunks = read_payload(in, h.payload_bytes);
-  Table table(h.buckets);
-  const std::span<std::byte> payload = table.payload();
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
-    const std::size_t at = i * kPayloadChunkBytes;
-    std::memcpy(payload.data() + at, chunks[i].get(),
-                std::min(kPayloadChunkBytes, payload.size() - at));
-    chunks[i].reset();  // the payload is held once, in chunks or in the table
-  }
+  Table table = [&] {
+    if (!require_available(in, h.payload_bytes + sizeof(std::uint64_t))) {
+      return table_from_unseekable<Table>(h, in);
+    }
+    Table direct(h.buckets);  // the stream holds the bytes: read them where they belong
+    const std::span<std::byte> payload = direct.payload();
+    read_checked_payload(in, h.payload_bytes,
+                         [&](std::uint64_t at, std::size_t) { return payload.data() + at; });
+    return direct;
+  }();
   const auto occupied = table.count_occupied();
   if (!occupied) throw FormatError("malformed bucket in the cuckoo filter payload");
   if (*occupied + (h.victim_used ? 1 : 0) != h.items) {

@@ -153,10 +153,12 @@ class LockFreeCuckooFilter
     return slots;
   }
   std::size_t requested_capacity() const noexcept { return requested_capacity_; }
-  // Slots of level k (k < levels()) and how many hold a fingerprint (a scan: exact when no
-  // writer runs). Each level's share of the false-positive rate follows its own load.
-  std::size_t level_capacity(unsigned k) const noexcept { return levels_[k].buckets * kSlots; }
+  // Slots of level k and how many hold a fingerprint (a scan: exact when no writer runs). Each
+  // level's share of the false-positive rate follows its own load. std::out_of_range unless
+  // k < levels().
+  std::size_t level_capacity(unsigned k) const { return grown_level(k).buckets * kSlots; }
   std::size_t level_occupied(unsigned k) const {
+    grown_level(k);
     std::size_t occupied = 0;
     for (std::uint64_t bucket = 0; bucket < levels_[k].buckets; ++bucket) {
       const std::uint64_t bits = bucket_bits(levels_[k], bucket);
@@ -278,6 +280,14 @@ class LockFreeCuckooFilter
 
     std::size_t used_bytes() const noexcept { return words_bytes + counters_bytes; }
   };
+
+  const Level& grown_level(unsigned k) const {
+    if (k >= levels()) {
+      throw std::out_of_range("level " + std::to_string(k) + " of a filter with " +
+                              std::to_string(levels()) + " level(s)");
+    }
+    return levels_[k];
+  }
 
   // Slot `slot` of `bucket`: its word and lane.
   struct SlotRef {

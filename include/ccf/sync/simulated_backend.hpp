@@ -12,7 +12,7 @@
 
 namespace ccf::sync {
 
-// A scripted, single-threaded stand-in for the hardware (see "Testing without RTM" above).
+// A scripted, single-threaded stand-in for the hardware (htm.hpp, "Testing without RTM").
 class SimulatedBackend {
  public:
   // begin() returns `outcomes` in order, then `then` forever.

@@ -60,7 +60,7 @@ constexpr AbortReason abort_reason(TxStatus s) noexcept {
   return AbortReason::kOther;
 }
 
-// The retry rule of the essay above.
+// The retry rule (htm.hpp, "Retry rule").
 constexpr bool worth_retrying(TxStatus s) noexcept {
   return s.was_locked() || s.retry() || s.conflict();
 }
