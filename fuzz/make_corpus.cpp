@@ -10,7 +10,10 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <variant>
 
+#include "ccf/any_cuckoo_filter.hpp"
 #include "ccf/concurrent/striped_cuckoo_filter.hpp"
 #include "ccf/cuckoo_filter.hpp"
 #include "ccf/detail/filter_format.hpp"
@@ -77,21 +80,18 @@ void write_malformed(const fs::path& dir, const std::string& valid) {
   write(dir / "bad-payload-checksum.ccf", bad_payload);
 }
 
-template <class... Filters>
-void write_sequential(const fs::path& dir) {
-  (write(dir / (shape_name<Filters>() + ".ccf"), half_full<Filters>()), ...);
+// One file for every shape AnyCuckooFilter holds (the alternatives of its variant).
+template <std::size_t... I>
+void write_sequential(const fs::path& dir, std::index_sequence<I...>) {
+  using Shapes = ccf::detail::AnyFilterVariant;
+  ((write(dir / (shape_name<std::variant_alternative_t<I, Shapes>>() + ".ccf"),
+          half_full<std::variant_alternative_t<I, Shapes>>())),
+   ...);
 }
 
 void cuckoo_filter_corpus(const fs::path& dir) {
-  write_sequential<CuckooFilter<PackedTable<4, 2>>, CuckooFilter<PackedTable<4, 4>>,
-                   CuckooFilter<PackedTable<4, 8>>, CuckooFilter<PackedTable<8, 2>>,
-                   CuckooFilter<PackedTable<8, 4>>, CuckooFilter<PackedTable<8, 8>>,
-                   CuckooFilter<PackedTable<12, 2>>, CuckooFilter<PackedTable<12, 4>>,
-                   CuckooFilter<PackedTable<12, 8>>, CuckooFilter<PackedTable<16, 2>>,
-                   CuckooFilter<PackedTable<16, 4>>, CuckooFilter<PackedTable<16, 8>>,
-                   CuckooFilter<PackedTable<32, 2>>, CuckooFilter<PackedTable<32, 4>>,
-                   CuckooFilter<PackedTable<32, 8>>, CuckooFilter<SemiSortedTable<8>>,
-                   CuckooFilter<SemiSortedTable<12>>, CuckooFilter<SemiSortedTable<16>>>(dir);
+  write_sequential(dir,
+                   std::make_index_sequence<std::variant_size_v<ccf::detail::AnyFilterVariant>>());
   write(dir / "victim-packed-8x2.ccf", with_victim<CuckooFilter<PackedTable<8, 2>>>());
   write(dir / "victim-semi-sorted-12x4.ccf", with_victim<CuckooFilter<SemiSortedTable<12>>>());
   write_malformed(dir, half_full<CuckooFilter<PackedTable<12, 4>>>());
