@@ -154,7 +154,7 @@ void insert_then_erase(Filter& filter) {
   }
 }
 
-// Loads the input with Filter's static load (the concurrent filters) and exercises what
+// Loads the input with Filter's static load and exercises what
 // loaded: lookups, save -> load -> save, insert then erase. nullopt: FormatError.
 template <class Filter>
 Result load_exercised(const Input& input) {

@@ -31,13 +31,12 @@ TEST(ConcurrentPersistence, FilesMoveBetweenSequentialStripedAndLockFree) {
   for (const auto key : keys) ASSERT_TRUE(lock_free->contains(key));
 
   std::istringstream lock_free_file(saved(*lock_free));
-  Sequential sequential(1);
-  sequential.load(lock_free_file);
-  EXPECT_EQ(sequential.size(), keys.size());
-  for (const auto key : keys) ASSERT_TRUE(sequential.contains(key));
-  EXPECT_EQ(saved(sequential), saved(striped));  // the same bits all the way round
+  const auto sequential = Sequential::load(lock_free_file);
+  EXPECT_EQ(sequential->size(), keys.size());
+  for (const auto key : keys) ASSERT_TRUE(sequential->contains(key));
+  EXPECT_EQ(saved(*sequential), saved(striped));  // the same bits all the way round
 
-  std::istringstream sequential_file(saved(sequential));
+  std::istringstream sequential_file(saved(*sequential));
   auto striped_again = Striped::load(sequential_file);
   EXPECT_EQ(striped_again->size(), keys.size());
   for (const auto key : keys) ASSERT_TRUE(striped_again->contains(key));

@@ -128,7 +128,7 @@ TEST(CopFilter, BatchedInsertsFillAsFullAsSingleOnes) {
 TEST(CopFilter, SimulatedTransactionsCarryOutEveryOperation) {
   ccf::CopCuckooFilter<12, 4, Simulated> filter(1 << 16);
   check_filter_operations(filter);
-  const auto stats = filter.executor().stats();
+  const auto stats = filter.policy().executor().stats();
   EXPECT_GT(stats.committed, 100'000u);
   EXPECT_EQ(stats.fallbacks, 0u);
 }

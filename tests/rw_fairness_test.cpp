@@ -26,8 +26,8 @@ namespace {
 using namespace std::chrono_literals;
 
 // Where readers and writers mix on one lock by default, the lock is phase-fair.
-static_assert(std::is_same_v<ccf::CoarseCuckooFilter<ccf::PackedTable<12, 4>>::sync_type,
-                             ccf::sync::LockOnly<ccf::sync::PhaseFairLock>>);
+static_assert(std::is_same_v<ccf::CoarseCuckooFilter<ccf::PackedTable<12, 4>>::policy_type,
+                             ccf::CoarseSync<ccf::sync::LockOnly<ccf::sync::PhaseFairLock>>>);
 
 struct Hammered {
   std::uint64_t reads = 0;

@@ -46,26 +46,25 @@ TYPED_TEST(RoundTrip, FullFilterWithVictimSurvivesSaveAndLoad) {
   ASSERT_TRUE(original.victim_used());
   const std::string bytes = saved(original);
 
-  TypeParam loaded(10);  // any capacity: load replaces it
   std::istringstream in(bytes);
-  loaded.load(in);
-  EXPECT_EQ(loaded.size(), stored);
-  EXPECT_EQ(loaded.capacity(), original.capacity());
-  EXPECT_EQ(loaded.requested_capacity(), original.requested_capacity());
-  EXPECT_TRUE(loaded.victim_used());
-  EXPECT_EQ(loaded.options().seed, 77u);
+  const auto loaded = TypeParam::load(in);
+  EXPECT_EQ(loaded->size(), stored);
+  EXPECT_EQ(loaded->capacity(), original.capacity());
+  EXPECT_EQ(loaded->requested_capacity(), original.requested_capacity());
+  EXPECT_TRUE(loaded->victim_used());
+  EXPECT_EQ(loaded->options().seed, 77u);
   std::size_t missing = 0;
-  for (std::size_t i = 0; i < stored; ++i) missing += !loaded.contains(keys[i]);
+  for (std::size_t i = 0; i < stored; ++i) missing += !loaded->contains(keys[i]);
   EXPECT_EQ(missing, 0u);
-  EXPECT_EQ(saved(loaded), bytes);  // bit-identical
+  EXPECT_EQ(saved(*loaded), bytes);  // bit-identical
 
   // The loaded filter keeps working: erases free room and the victim goes home (with tiny
   // fingerprints the first freed slot may not be reachable from the victim's buckets).
   std::size_t erased = 0;
-  while (loaded.victim_used() && erased < stored)
-    ASSERT_EQ(loaded.erase(keys[erased++]), Status::kOk);
-  EXPECT_FALSE(loaded.victim_used());
-  for (std::size_t i = erased; i < stored; ++i) ASSERT_TRUE(loaded.contains(keys[i])) << i;
+  while (loaded->victim_used() && erased < stored)
+    ASSERT_EQ(loaded->erase(keys[erased++]), Status::kOk);
+  EXPECT_FALSE(loaded->victim_used());
+  for (std::size_t i = erased; i < stored; ++i) ASSERT_TRUE(loaded->contains(keys[i])) << i;
 }
 
 TEST(AnyCuckooFilterLoad, ReadsAFileOfAnyShape) {
@@ -86,23 +85,18 @@ class Corruption : public ::testing::Test {
   void SetUp() override {
     for (std::uint64_t key = 0; key < 3000; ++key) ASSERT_EQ(source_.insert(key), Status::kOk);
     good_ = saved(source_);
-    for (std::uint64_t key = 1'000'000; key < 1'000'100; ++key) {
-      ASSERT_EQ(target_.insert(key), Status::kOk);
-    }
-    target_bytes_ = saved(target_);
   }
 
-  // Loading `bytes` must fail with a FormatError mentioning `reason`, target unchanged.
+  // Loading `bytes` must fail with a FormatError mentioning `reason`.
   void expect_rejected(const std::string& bytes, const std::string& reason) {
     std::istringstream in(bytes);
     try {
-      target_.load(in);
+      static_cast<void>(Filter::load(in));
       ADD_FAILURE() << "accepted a bad file (expected: " << reason << ")";
     } catch (const FormatError& error) {
       EXPECT_NE(std::string(error.what()).find(reason), std::string::npos)
           << "message: " << error.what() << "; expected to mention: " << reason;
     }
-    ASSERT_EQ(saved(target_), target_bytes_) << "a failed load changed the filter";
   }
 
   // The good file with its header re-encoded after `edit` (checksum valid again).
@@ -117,30 +111,26 @@ class Corruption : public ::testing::Test {
   }
 
   Filter source_{4000};
-  Filter target_{200};
   std::string good_;
-  std::string target_bytes_;
 };
 
 TEST_F(Corruption, GoodFileLoads) {
   std::istringstream in(good_);
-  target_.load(in);
-  EXPECT_EQ(target_.size(), 3000u);
-  // The target now is the source: every key found, the same table, nothing of its own left.
-  EXPECT_EQ(target_.capacity(), source_.capacity());
+  const auto loaded = Filter::load(in);
+  EXPECT_EQ(loaded->size(), 3000u);
+  EXPECT_EQ(loaded->capacity(), source_.capacity());
   std::size_t missing = 0;
-  for (std::uint64_t key = 0; key < 3000; ++key) missing += !target_.contains(key);
+  for (std::uint64_t key = 0; key < 3000; ++key) missing += !loaded->contains(key);
   EXPECT_EQ(missing, 0u);
-  EXPECT_EQ(saved(target_), good_);
+  EXPECT_EQ(saved(*loaded), good_);
 }
 
 TEST_F(Corruption, EveryTruncationIsRejected) {
   for (std::size_t length = 0; length < good_.size(); length += (length < 200 ? 1 : 97)) {
     std::istringstream in(good_.substr(0, length));
-    EXPECT_THROW(target_.load(in), FormatError) << "length " << length;
+    EXPECT_THROW(static_cast<void>(Filter::load(in)), FormatError) << "length " << length;
   }
   expect_rejected(good_.substr(0, good_.size() - 1), "truncated");
-  ASSERT_EQ(saved(target_), target_bytes_);
 }
 
 TEST_F(Corruption, EveryFlippedHeaderByteIsRejected) {
@@ -148,9 +138,8 @@ TEST_F(Corruption, EveryFlippedHeaderByteIsRejected) {
     std::string bytes = good_;
     bytes[at] = static_cast<char>(bytes[at] ^ 0x20);
     std::istringstream in(bytes);
-    EXPECT_THROW(target_.load(in), FormatError) << "byte " << at;
+    EXPECT_THROW(static_cast<void>(Filter::load(in)), FormatError) << "byte " << at;
   }
-  ASSERT_EQ(saved(target_), target_bytes_);
 }
 
 TEST_F(Corruption, FlippedPayloadOrChecksumIsRejected) {
@@ -225,9 +214,15 @@ TEST_F(Corruption, EveryLoadRefusesAnImpossibleMaxKicks) {
       EXPECT_NE(std::string(error.what()).find("max_kicks"), std::string::npos) << error.what();
     }
   };
-  expect_refused("striped", [](std::istream& in) { ccf::StripedCuckooFilter<12>::load(in); });
-  expect_refused("COP", [](std::istream& in) { ccf::CopCuckooFilter<12>::load(in); });
-  expect_refused("lock-free", [](std::istream& in) { ccf::LockFreeCuckooFilter<12>::load(in); });
+  expect_refused("sequential", [](std::istream& in) { static_cast<void>(Filter::load(in)); });
+  expect_refused("striped", [](std::istream& in) {
+    static_cast<void>(ccf::StripedCuckooFilter<12>::load(in));
+  });
+  expect_refused("COP",
+                 [](std::istream& in) { static_cast<void>(ccf::CopCuckooFilter<12>::load(in)); });
+  expect_refused("lock-free", [](std::istream& in) {
+    static_cast<void>(ccf::LockFreeCuckooFilter<12>::load(in));
+  });
   expect_refused("any", [](std::istream& in) { ccf::AnyCuckooFilter::load(in); });
 }
 
@@ -241,18 +236,14 @@ TEST(SemiSortedCorruption, InvalidCodeIsRejected) {
   const std::size_t size = bytes.size() - payload - 8;
   const std::uint64_t sum = XXH3_64bits(bytes.data() + payload, size);
   bytes.replace(bytes.size() - 8, 8, reinterpret_cast<const char*>(&sum), 8);
-  // Loaded into a filter that holds keys: the failed load leaves them all in place.
-  for (std::uint64_t key = 0; key < 50; ++key) ASSERT_EQ(filter.insert(key), Status::kOk);
-  const std::string before = saved(filter);
   std::istringstream in(bytes);
   try {
-    filter.load(in);
+    static_cast<void>(CuckooFilter<SemiSortedTable<12>>::load(in));
     ADD_FAILURE() << "accepted an invalid semi-sorted code";
   } catch (const FormatError& error) {
     EXPECT_NE(std::string(error.what()).find("malformed bucket"), std::string::npos)
         << error.what();
   }
-  EXPECT_EQ(saved(filter), before) << "a failed load changed the filter";
 }
 
 TEST(AnyCuckooFilterLoad, RejectsUnsupportedShapeInFile) {

@@ -6,10 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <concepts>
+#include <cstdint>
+#include <istream>
 #include <memory>
+#include <ostream>
 #include <span>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <typeinfo>
 #include <vector>
@@ -33,18 +39,28 @@ using ccf::testing::non_member_keys;
 
 constexpr std::size_t kCapacity = 20'000;
 
-// The filters whose load replaces the filter in place (sequential, coarse) and the ones whose
-// load is a static factory (the concurrent filters, which cannot be moved), behind one call.
+// One API: every filter is built from (capacity, FilterOptions), loads through a static factory
+// that returns a std::unique_ptr, and answers the same questions. A filter that differs fails to
+// compile here.
 template <class Filter>
-std::unique_ptr<Filter> load_filter(std::istream& in) {
-  if constexpr (requires { Filter::load(in); }) {
-    return Filter::load(in);
-  } else {
-    auto filter = std::make_unique<Filter>(1);
-    filter->load(in);
-    return filter;
-  }
-}
+concept OneApi = requires(Filter& f, const Filter& cf, std::istream& in, std::ostream& out) {
+  Filter(std::size_t{1}, ccf::FilterOptions{});
+  { Filter::load(in) } -> std::same_as<std::unique_ptr<Filter>>;
+  cf.save(out);
+  { f.insert(std::uint64_t{1}) } -> std::same_as<Status>;
+  { f.insert(std::string_view("k")) } -> std::same_as<Status>;
+  { f.erase(std::uint64_t{1}) } -> std::same_as<Status>;
+  { cf.contains(std::uint64_t{1}) } -> std::same_as<bool>;
+  { cf.size() } -> std::same_as<std::size_t>;
+  { cf.capacity() } -> std::same_as<std::size_t>;
+  { cf.requested_capacity() } -> std::same_as<std::size_t>;
+  { cf.load_factor() } -> std::same_as<double>;
+  { cf.bits_per_item() } -> std::same_as<double>;
+  { cf.memory_bytes() } -> std::same_as<std::size_t>;
+  { cf.shape() } -> std::same_as<std::string>;
+  { cf.speculative() } -> std::same_as<bool>;
+  { cf.options() } -> std::convertible_to<ccf::FilterOptions>;
+};
 
 // A filter that refuses inserts when full (the lock-free filter grows by default).
 template <class Filter>
@@ -68,6 +84,20 @@ using Filters = ::testing::Types<
     ccf::CoarseCuckooFilter<ccf::PackedTable<12, 4>, ccf::sync::LockOnly<ccf::sync::PhaseFairLock>>,
     ccf::StripedCuckooFilter<12>, ccf::CopCuckooFilter<12>, ccf::LockFreeCuckooFilter<12>>;
 TYPED_TEST_SUITE(WholeApiTest, Filters);
+
+TYPED_TEST(WholeApiTest, BuiltFromTheCommonOptionsKeepsThem) {
+  static_assert(OneApi<TypeParam>);
+  const TypeParam filter(1000, {.seed = 99, .max_kicks = 77, .max_load = 0.5});
+  EXPECT_EQ(filter.options().seed, 99u);
+  EXPECT_EQ(filter.options().max_kicks, 77u);
+  EXPECT_EQ(filter.options().max_load, 0.5);
+  EXPECT_GE(filter.capacity(), 2000u) << "max_load 0.5 sizes for twice the capacity";
+  if (!ccf::sync::rtm_available()) {
+    EXPECT_FALSE(filter.speculative()) << "no RTM, no transactions";
+  }
+  EXPECT_THROW(TypeParam(0, ccf::FilterOptions{}), std::invalid_argument);
+  EXPECT_THROW(TypeParam(10, {.max_load = 1.5}), std::invalid_argument);
+}
 
 TYPED_TEST(WholeApiTest, BatchesAgreeWithSingleOperations) {
   TypeParam filter(kCapacity);
@@ -118,7 +148,7 @@ TYPED_TEST(WholeApiTest, SaveLoadKeepsEveryMemberAndIsStable) {
 
   const std::string bytes = saved(filter);
   std::istringstream in(bytes);
-  const auto loaded = load_filter<TypeParam>(in);
+  const auto loaded = TypeParam::load(in);
   EXPECT_EQ(loaded->size(), filter.size());
   EXPECT_EQ(loaded->capacity(), filter.capacity());
   for (const std::uint64_t key : members) ASSERT_TRUE(loaded->contains(key));
@@ -204,7 +234,7 @@ void expect_file_moves(const char* from, const char* to) {
   const auto members = member_keys(kCapacity * 9 / 10, 53);
   for (const std::uint64_t key : members) ASSERT_EQ(source.insert(key), Status::kOk);
   std::istringstream in(saved(source));
-  const auto loaded = load_filter<To>(in);
+  const auto loaded = To::load(in);
   EXPECT_EQ(loaded->size(), members.size()) << from << " -> " << to;
   std::size_t found = 0;
   for (const std::uint64_t key : members) found += loaded->contains(key);

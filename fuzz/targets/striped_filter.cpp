@@ -1,5 +1,6 @@
-// StripedCuckooFilter::load and CopCuckooFilter::load (the same victimless format code), every
-// shape their table supports (F * b <= 64 bits per bucket); the two must agree on every file.
+// StripedCuckooFilter::load and CopCuckooFilter::load (the filter core's load without a victim
+// slot), every shape their table supports (F * b <= 64 bits per bucket); the two must agree on
+// every file.
 //
 // Properties: at most one shape loads a file; a loaded filter answers lookups, saves bytes
 // that load and save again unchanged, and finds a key inserted into it. The sequential filter

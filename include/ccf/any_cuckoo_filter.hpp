@@ -79,7 +79,7 @@ class AnyCuckooFilter {
     try {
       return AnyCuckooFilter(make(shape, [&](auto tag) {
         using Filter = typename decltype(tag)::type;
-        return Filter::from_stream(h, in);
+        return std::move(*Filter::read_after_header(h, in));
       }));
     } catch (const std::invalid_argument& unsupported) {
       throw FormatError(std::string("unsupported filter shape in file: ") + unsupported.what());

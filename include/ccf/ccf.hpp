@@ -2,11 +2,13 @@
 #pragma once
 
 #include "ccf/any_cuckoo_filter.hpp"
+#include "ccf/basic_cuckoo_filter.hpp"
 #include "ccf/bloom_filter.hpp"
 #include "ccf/concurrent/coarse_cuckoo_filter.hpp"
 #include "ccf/concurrent/cop_cuckoo_filter.hpp"
 #include "ccf/concurrent/striped_cuckoo_filter.hpp"
 #include "ccf/cuckoo_filter.hpp"
+#include "ccf/filter_options.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/lockfree/kcas.hpp"
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
@@ -14,6 +16,7 @@
 #include "ccf/packed_table.hpp"
 #include "ccf/semi_sorted_table.hpp"
 #include "ccf/status.hpp"
+#include "ccf/sync/access.hpp"
 #include "ccf/sync/cop.hpp"
 #include "ccf/sync/elision_stats.hpp"
 #include "ccf/sync/htm.hpp"

@@ -122,6 +122,9 @@ class AtomicPackedTable {
     return Lanes::get(bits, slot);
   }
 
+  // Empties every bucket; only while no thread uses the table.
+  void clear() noexcept { storage_.clear(); }
+
   // Raw access for save/load; only while no thread uses the table.
   std::span<const std::byte> payload() const noexcept {
     return {storage_.data(), payload_bytes(buckets_)};

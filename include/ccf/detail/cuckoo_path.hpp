@@ -146,4 +146,27 @@ bool find_cuckoo_path(const Table& table, const Addressing& addressing, std::uin
   return false;
 }
 
+// True if `path` can still be carried out: every step's slot still holds the fingerprint the
+// search saw, and the last bucket still has room (concurrent filters check this before moving,
+// inside the section that moves).
+template <class Table, unsigned MaxDepth>
+bool path_intact(const Table& table, const CuckooPath<Table::kSlots, MaxDepth>& path) {
+  for (unsigned step = 0; step + 1 < path.length; ++step) {
+    const CuckooPathStep& from = path.steps[step];
+    if (table.read(from.bucket, from.slot) != from.fp) return false;
+  }
+  return table.has_empty(path.steps[path.length - 1].bucket);
+}
+
+// Carries out an intact `path` in one go, back to front, and stores `fp` in the root bucket's
+// freed slot. Precondition: nothing else writes the path's buckets meanwhile.
+template <class Table, unsigned MaxDepth>
+void move_along(Table& table, const CuckooPath<Table::kSlots, MaxDepth>& path, std::uint32_t fp) {
+  for (unsigned step = path.length - 1; step > 0; --step) {
+    const CuckooPathStep& from = path.steps[step - 1];
+    table.try_insert(path.steps[step].bucket, table.exchange(from.bucket, from.slot, 0));
+  }
+  table.try_insert(path.steps[0].bucket, fp);
+}
+
 }  // namespace ccf::detail

@@ -82,7 +82,6 @@
 #include <string>
 #include <utility>
 
-#include "ccf/cuckoo_filter.hpp"
 #include "ccf/detail/bit_lanes.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/filter_format.hpp"
@@ -91,6 +90,7 @@
 #include "ccf/detail/occupancy_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/sharded_counter.hpp"
+#include "ccf/filter_options.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/lockfree/kcas.hpp"
 #include "ccf/packed_table.hpp"
@@ -136,6 +136,9 @@ class LockFreeCuckooFilter
   explicit LockFreeCuckooFilter(std::size_t capacity, Options options = {}, Hook hook = {})
       : LockFreeCuckooFilter(detail::checked_bucket_count<LevelShape>(capacity, options.filter),
                              capacity, options, std::move(hook)) {}
+  // The constructor every filter has (basic_cuckoo_filter.hpp), growth on.
+  LockFreeCuckooFilter(std::size_t capacity, const FilterOptions& options)
+      : LockFreeCuckooFilter(capacity, Options{options, true}) {}
 
   ~LockFreeCuckooFilter() {
     kcas_.drain();  // descriptors still refer to words: settle them while the words exist
@@ -169,7 +172,10 @@ class LockFreeCuckooFilter
   std::size_t levels() const noexcept { return published_.load(std::memory_order_acquire); }
   // The levels this filter may grow to (1 when growth is off).
   std::size_t max_levels() const noexcept { return reserved_levels_; }
-  std::uint64_t seed() const noexcept { return seed_; }
+  std::uint64_t seed() const noexcept { return options_.seed; }
+  const FilterOptions& options() const noexcept { return options_; }
+  // No hardware transactions: K-CAS is built from single-word CAS.
+  static constexpr bool speculative() noexcept { return false; }
   // load_factor(), bits_per_item(): detail/occupancy_api.hpp (slot words and counters).
   std::size_t memory_bytes() const noexcept { return table_bits() / 8 + sizeof(*this); }
   std::string shape() const {
@@ -203,16 +209,17 @@ class LockFreeCuckooFilter
     h.buckets = level.buckets;
     h.capacity = requested_capacity_;
     h.items = size();
-    h.seed = seed_;
-    h.max_kicks = max_kicks_;
+    h.seed = options_.seed;
+    h.max_kicks = options_.max_kicks;
     h.payload_bytes = staging.payload().size();
     detail::write_filter(out, h, staging.payload());
   }
 
   // Reads a filter saved by any ccf cuckoo filter of this shape (packed, F bits, 4 slots).
   // Throws FormatError, also for a sequential filter's victim entry that has no room.
-  static std::unique_ptr<LockFreeCuckooFilter> load(std::istream& in, Options options = {},
-                                                    Hook hook = {}) {
+  [[nodiscard]] static std::unique_ptr<LockFreeCuckooFilter> load(std::istream& in,
+                                                                  Options options = {},
+                                                                  Hook hook = {}) {
     const detail::FilterHeader h = detail::HeaderCodec::read(in);
     const FileTable staging = detail::read_table<FileTable>(h, in);
     options.filter.seed = h.seed;
@@ -318,8 +325,7 @@ class LockFreeCuckooFilter
   LockFreeCuckooFilter(std::uint64_t buckets, std::size_t capacity, const Options& options,
                        Hook hook)
       : requested_capacity_(capacity),
-        seed_(options.filter.seed),
-        max_kicks_(options.filter.max_kicks),
+        options_(options.filter),
         grow_(options.grow),
         kcas_(std::move(hook)) {
     lay_out(buckets);
@@ -682,8 +688,7 @@ class LockFreeCuckooFilter
   }
 
   std::size_t requested_capacity_;
-  std::uint64_t seed_;
-  unsigned max_kicks_;
+  FilterOptions options_;
   bool grow_;
   unsigned reserved_levels_ = 0;
   std::array<Level, kMaxLevels> levels_{};  // fixed at construction

@@ -84,6 +84,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ccf/sync/access.hpp"
 #include "ccf/sync/elision_stats.hpp"
 #include "ccf/sync/rtm_backend.hpp"
 #include "ccf/sync/simulated_backend.hpp"
@@ -97,8 +98,6 @@ namespace ccf::sync {
 // Policies.
 
 inline constexpr unsigned kDefaultMaxRetries = 10;
-
-enum class Access { kRead, kWrite };
 
 template <class L>
 concept SharedLockable = requires(L& lock) {

@@ -32,9 +32,14 @@ template <class F>
 concept LoadFactorFilter = requires(const F& f) {
   { f.load_factor() } -> std::convertible_to<double>;
 };
+// Path executions restarted: the lock-free filter's own, or the striped policy's.
 template <class F>
 concept CountsRestarts = requires(const F& f) {
   { f.restarts() } -> std::convertible_to<std::uint64_t>;
+};
+template <class F>
+concept PolicyCountsRestarts = requires(const F& f) {
+  { f.policy().restarts() } -> std::convertible_to<std::uint64_t>;
 };
 template <class F>
 concept CountsKcas = requires(const F& f) {
@@ -89,6 +94,9 @@ class FilterAdapter final : public Structure {
       counts.push_back({"migrations", filter_.migrations()});
     }
     if constexpr (CountsRestarts<F>) counts.push_back({"restarts", filter_.restarts()});
+    if constexpr (PolicyCountsRestarts<F>) {
+      counts.push_back({"restarts", filter_.policy().restarts()});
+    }
     return counts;
   }
 
