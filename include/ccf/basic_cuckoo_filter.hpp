@@ -284,19 +284,23 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy>
 
   // ---- KeyApi's entry points: a whole operation each, or a step of a batch ----------------
 
-  bool contains_hash(std::uint64_t hash) const {
-    return policy_.template operation<sync::Access::kRead>([&] { return lookup(locate(hash)); });
-  }
-  Status insert_hash(std::uint64_t hash) {
-    return policy_.template operation<sync::Access::kWrite>(
-        [&] { return insert_at(locate(hash)); });
-  }
-  Status erase_hash(std::uint64_t hash) {
-    return policy_.template operation<sync::Access::kWrite>([&] { return erase_at(locate(hash)); });
-  }
-  // Batches: locate and prefetch both buckets; later finish (inside the chunk's section).
+  // Every operation is staged the same way: locate, and prefetch both buckets, so that their
+  // misses overlap with each other (and, in a batch, with the keys ahead) whatever the policy
+  // reads first (the striped policy reads its stripes' sequence numbers before the buckets).
   Location stage_lookup(std::uint64_t hash) const noexcept {
     return detail::prefetch_both(table_, locate(hash));
+  }
+  bool contains_hash(std::uint64_t hash) const {
+    const Location at = stage_lookup(hash);
+    return policy_.template operation<sync::Access::kRead>([&] { return lookup(at); });
+  }
+  Status insert_hash(std::uint64_t hash) {
+    const Location at = stage_lookup(hash);
+    return policy_.template operation<sync::Access::kWrite>([&] { return insert_at(at); });
+  }
+  Status erase_hash(std::uint64_t hash) {
+    const Location at = stage_lookup(hash);
+    return policy_.template operation<sync::Access::kWrite>([&] { return erase_at(at); });
   }
   bool finish_lookup(const Location& at) const { return lookup(at); }
   Status finish_insert(const Location& at) { return insert_at(at); }
@@ -321,7 +325,6 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy>
     if constexpr (kExclusive) {
       if (overflow_.victim.used) return Status::kFull;
     }
-    table_.prefetch(at.alternate);  // overlap the second miss with the first
     for (;;) {
       if (store_in_either(at)) return Status::kOk;
       Path path;
@@ -353,7 +356,6 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy>
   }
 
   Status erase_at(const Location& at) {
-    table_.prefetch(at.alternate);  // overlap the second miss with the first
     const Status status = policy_.update(
         at,
         [&] {

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# A/B comparison of every cuckoo filter between two chtbench binaries, interleaved round by
+# round so that both see the same machine noise; prints one line per measurement and, at the
+# end, medians and new/old ratios (the raw lines go to stderr as well, to watch progress).
+#
+#   scripts/ab_filters.sh OLD_CHTBENCH NEW_CHTBENCH [ROUNDS] [CAPACITY] 2>&1 > results.txt
+#
+# Per structure: `chtbench filter` (fill to 95%: construction, positive / negative lookups,
+# batched positive lookups) and `chtbench run -u 10` (5% inserts, 5% erases, 90% lookups on a
+# filter half full). Sequential filters run on one thread, concurrent ones on two. AB_STRUCTURES
+# (a space-separated list) narrows the set.
+set -euo pipefail
+old=$1 new=$2 rounds=${3:-3} capacity=${4:-16777216}
+read -r -a structures <<<"${AB_STRUCTURES:-cuckoo-filter cuckoo-filter-semisorted ccf-global-pf \
+ccf-striped ccf-striped-locking ccf-cop lf-cuckoo-filter}"
+threads_of() { case $1 in cuckoo-filter*) echo 1 ;; *) echo 2 ;; esac; }
+column() {  # column NAME CSV: the value of column NAME in a two-line CSV
+  awk -F, -v name="$1" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == name) c = i }
+                         NR == 2 { print $c }' <<<"$2"
+}
+
+echo "# scripts/ab_filters.sh $old $new $rounds $capacity"
+echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), date: $(date -u +%F)"
+for ((round = 1; round <= rounds; round++)); do
+  for s in "${structures[@]}"; do
+    n=$(threads_of "$s")
+    for side in old new; do
+      bin=${!side}
+      f=$("$bin" filter -s "$s" --capacity "$capacity" --fill 0.95 -n "$n" --format csv)
+      r=$("$bin" run -s "$s" -n "$n" -u 10 -i $((capacity / 2)) --capacity "$capacity" \
+            -d 1000 --format csv)
+      for metric in construction_mops lookup_positive_mops lookup_negative_mops \
+                    lookup_positive_batched_mops; do
+        echo "$side $s $metric $(column "$metric" "$f")"
+      done
+      echo "$side $s mixed_u10_mops $(column throughput_mops "$r")"
+    done
+  done
+done | tee /dev/stderr | awk '
+  { k = $2 " " $3; v[$1 " " k] = v[$1 " " k] " " $4; if (!(k in seen)) { seen[k] = 1; order[++n] = k } }
+  function median(list,   a, n, i, j, t) {
+    n = split(list, a, " ")
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+  }
+  END {
+    printf "# medians (M ops/s)\n%-26s %-30s %8s %8s %6s\n", "structure", "metric", "old", "new", "new/old"
+    for (i = 1; i <= n; i++) {
+      split(order[i], parts, " ")
+      o = median(v["old " order[i]]); m = median(v["new " order[i]])
+      printf "%-26s %-30s %8.2f %8.2f %6.2f\n", parts[1], parts[2], o, m, m / o
+    }
+  }'
