@@ -47,14 +47,12 @@
 
 namespace ccf::sync {
 
-// Test-and-set: every attempt is an exchange, so waiters keep pulling the line in exclusive
-// state. The baseline the other locks improve on.
-class alignas(kCacheLine) TasLock {
+namespace detail {
+
+// What the TAS and TTAS locks share: one flag, taken by an exchange. They differ in how they
+// wait for it.
+class FlagLockBase {
  public:
-  void lock() noexcept {
-    SpinWait wait;
-    while (!try_lock()) wait.wait();
-  }
   bool try_lock() noexcept {
     // (T1) acquire: pairs with (T2) of the previous holder.
     return !locked_.exchange(true, std::memory_order_acquire);
@@ -68,14 +66,26 @@ class alignas(kCacheLine) TasLock {
     return locked_.load(std::memory_order_acquire);
   }
 
- private:
+ protected:
   std::atomic<bool> locked_{false};
+};
+
+}  // namespace detail
+
+// Test-and-set: every attempt is an exchange, so waiters keep pulling the line in exclusive
+// state. The baseline the other locks improve on.
+class alignas(kCacheLine) TasLock : public detail::FlagLockBase {
+ public:
+  void lock() noexcept {
+    SpinWait wait;
+    while (!try_lock()) wait.wait();
+  }
 };
 
 // Test-and-test-and-set with exponential backoff: waiters spin on loads (the line stays shared
 // in their caches) and try the exchange only when the lock looks free; a failed exchange backs
 // off exponentially before looking again.
-class alignas(kCacheLine) TtasLock {
+class alignas(kCacheLine) TtasLock : public detail::FlagLockBase {
  public:
   void lock() noexcept {
     SpinWait wait;
@@ -85,21 +95,6 @@ class alignas(kCacheLine) TtasLock {
       wait.wait();
     }
   }
-  bool try_lock() noexcept {
-    // (T1) acquire: pairs with (T2) of the previous holder.
-    return !locked_.exchange(true, std::memory_order_acquire);
-  }
-  void unlock() noexcept {
-    // (T2) release: publishes the critical section to the next (T1) / (T3).
-    locked_.store(false, std::memory_order_release);
-  }
-  bool is_locked() const noexcept {
-    // (T3) acquire: pairs with (T2).
-    return locked_.load(std::memory_order_acquire);
-  }
-
- private:
-  std::atomic<bool> locked_{false};
 };
 
 namespace detail {
@@ -136,11 +131,48 @@ class NodePool {
   QueueNode* head_ = nullptr;
 };
 
+// What the MCS and CLH locks share: the queue's tail (nullptr: free), the holder's node, and
+// the two operations that look only at the tail.
+class QueueLockBase {
+ public:
+  bool try_lock() {
+    QueueNode* me = prepare();
+    QueueNode* expected = nullptr;
+    // (Q1) acq_rel on success, as the lock's exchange on the tail; relaxed on failure: nothing
+    // was acquired.
+    if (tail_.compare_exchange_strong(expected, me, std::memory_order_acq_rel,
+                                      std::memory_order_relaxed)) {
+      holder_ = me;
+      return true;
+    }
+    NodePool::local().give(me);
+    return false;
+  }
+
+  bool is_locked() const noexcept {
+    // (Q2) acquire: pairs with the release of a holder that emptied the queue and with a
+    // locker's exchange; a hint outside a transaction.
+    return tail_.load(std::memory_order_acquire) != nullptr;
+  }
+
+ protected:
+  static QueueNode* prepare() {
+    QueueNode* me = NodePool::local().take();
+    // Relaxed: the node is private until the exchange or (Q1) publishes it.
+    me->next.store(nullptr, std::memory_order_relaxed);
+    me->locked.store(true, std::memory_order_relaxed);
+    return me;
+  }
+
+  std::atomic<QueueNode*> tail_{nullptr};
+  QueueNode* holder_ = nullptr;  // the holder's node; accessed only by the holder
+};
+
 }  // namespace detail
 
 // Mellor-Crummey & Scott queue lock: waiters form a FIFO linked list and each spins on the
 // `locked` flag of its OWN node; the holder hands the lock to its successor with one store.
-class alignas(kCacheLine) McsLock {
+class alignas(kCacheLine) McsLock : public detail::QueueLockBase {
  public:
   void lock() {
     detail::QueueNode* me = prepare();
@@ -158,26 +190,13 @@ class alignas(kCacheLine) McsLock {
     holder_ = me;
   }
 
-  bool try_lock() {
-    detail::QueueNode* me = prepare();
-    detail::QueueNode* expected = nullptr;
-    // (M1') acq_rel on success, as (M1); relaxed on failure: nothing was acquired.
-    if (tail_.compare_exchange_strong(expected, me, std::memory_order_acq_rel,
-                                      std::memory_order_relaxed)) {
-      holder_ = me;
-      return true;
-    }
-    detail::NodePool::local().give(me);
-    return false;
-  }
-
   void unlock() noexcept {
     detail::QueueNode* me = holder_;
     // (M5) acquire: pairs with (M2), the successor's link.
     detail::QueueNode* succ = me->next.load(std::memory_order_acquire);
     if (succ == nullptr) {
       detail::QueueNode* expected = me;
-      // (M4) release: publishes the critical section to the next (M1) / (M1') / (M7).
+      // (M4) release: publishes the critical section to the next (M1) / (Q1) / (Q2).
       if (tail_.compare_exchange_strong(expected, nullptr, std::memory_order_release,
                                         std::memory_order_relaxed)) {
         detail::NodePool::local().give(me);
@@ -191,30 +210,13 @@ class alignas(kCacheLine) McsLock {
     succ->locked.store(false, std::memory_order_release);
     detail::NodePool::local().give(me);  // nobody references `me` any more
   }
-
-  bool is_locked() const noexcept {
-    // (M7) acquire: pairs with (M4) and (M1); a hint outside a transaction.
-    return tail_.load(std::memory_order_acquire) != nullptr;
-  }
-
- private:
-  static detail::QueueNode* prepare() {
-    detail::QueueNode* me = detail::NodePool::local().take();
-    // Relaxed: the node is private until (M1) / (M1') publishes it.
-    me->next.store(nullptr, std::memory_order_relaxed);
-    me->locked.store(true, std::memory_order_relaxed);
-    return me;
-  }
-
-  std::atomic<detail::QueueNode*> tail_{nullptr};
-  detail::QueueNode* holder_ = nullptr;  // the holder's node; accessed only by the holder
 };
 
 // Craig, Landin & Hagersten queue lock: the queue is implicit; each waiter remembers only its
 // predecessor's node (returned by the exchange on the tail) and spins on THAT node's `locked`
 // flag. Unlike MCS no `next` pointer is written, so release is a single store when a successor
 // exists. A free lock has tail == nullptr (see the essay above).
-class alignas(kCacheLine) ClhLock {
+class alignas(kCacheLine) ClhLock : public detail::QueueLockBase {
  public:
   void lock() {
     detail::QueueNode* me = prepare();
@@ -230,24 +232,11 @@ class alignas(kCacheLine) ClhLock {
     holder_ = me;
   }
 
-  bool try_lock() {
-    detail::QueueNode* me = prepare();
-    detail::QueueNode* expected = nullptr;
-    // (C1') acq_rel on success, as (C1); relaxed on failure: nothing was acquired.
-    if (tail_.compare_exchange_strong(expected, me, std::memory_order_acq_rel,
-                                      std::memory_order_relaxed)) {
-      holder_ = me;
-      return true;
-    }
-    detail::NodePool::local().give(me);
-    return false;
-  }
-
   void unlock() noexcept {
     detail::QueueNode* me = holder_;
     detail::QueueNode* expected = me;
     // (C3) release: no successor: empty the queue, publishing the critical section to the next
-    // (C1) / (C1') / (C5).
+    // (C1) / (Q1) / (Q2).
     if (tail_.compare_exchange_strong(expected, nullptr, std::memory_order_release,
                                       std::memory_order_relaxed)) {
       detail::NodePool::local().give(me);
@@ -256,22 +245,6 @@ class alignas(kCacheLine) ClhLock {
     // (C4) release: a successor spins on `me`; pairs with its (C2). `me` now belongs to it.
     me->locked.store(false, std::memory_order_release);
   }
-
-  bool is_locked() const noexcept {
-    // (C5) acquire: pairs with (C3) and (C1); a hint outside a transaction.
-    return tail_.load(std::memory_order_acquire) != nullptr;
-  }
-
- private:
-  static detail::QueueNode* prepare() {
-    detail::QueueNode* me = detail::NodePool::local().take();
-    // Relaxed: the node is private until (C1) / (C1') publishes it.
-    me->locked.store(true, std::memory_order_relaxed);
-    return me;
-  }
-
-  std::atomic<detail::QueueNode*> tail_{nullptr};
-  detail::QueueNode* holder_ = nullptr;  // the holder's node; accessed only by the holder
 };
 
 }  // namespace ccf::sync
