@@ -24,7 +24,10 @@ echo "# machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d:
 for ((round = 1; round <= rounds; round++)); do
   for s in "${structures[@]}"; do
     n=$(threads_of "$s")
-    for side in old new; do
+    # Alternate which side runs first, so that neither always meets the machine in one state.
+    sides=(old new)
+    ((round % 2)) || sides=(new old)
+    for side in "${sides[@]}"; do
       bin=${!side}
       f=$("$bin" filter -s "$s" --capacity "$capacity" --fill 0.95 -n "$n" --format csv)
       r=$("$bin" run -s "$s" -n "$n" -u 10 -i $((capacity / 2)) --capacity "$capacity" \

@@ -23,6 +23,7 @@ const Registry& registry() {
     register_ccf_concurrent_filters(r);
     register_ccf_filters(r);
     register_locked_sets(r);
+    register_null_structure(r);
     register_tbb_hash_map(r);
     register_urcu_hash_table(r);
     return r;

@@ -72,6 +72,8 @@ nlohmann::json to_json(const RunResult& r) {
                                                             static_cast<double>(r.size_after))},
       {"limit_mops", r.limit_mops},
       {"ratio_to_limit", ratio(r.throughput_mops, r.limit_mops)},
+      {"harness_ns_per_op", r.harness_ns_per_op},
+      {"harness_share", r.harness_share},
   };
   for (std::size_t k = 0; k < kOpClasses; ++k) j["ops"][kCountNames[k]] = r.ops.n[k];
   for (const EventCount& e : r.events) {
@@ -181,9 +183,9 @@ std::string to_csv(std::span<const nlohmann::json> rows) {
 
 std::string run_table(std::span<const RunResult> results) {
   std::string out = fmt::format(
-      "{:<26} {:>3} {:>4} {:>10} {:>10} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>6}\n",
+      "{:<26} {:>3} {:>4} {:>10} {:>10} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>6} {:>8}\n",
       "structure", "n", "u%", "i", "r", "dist", "Mops/s", "limit", "ratio", "MiB", "RSS MiB",
-      "B/item", "fail%");
+      "B/item", "fail%", "harness");
   for (const RunResult& r : results) {
     const RunConfig& c = r.config;
     const double fail = r.ops.total() == 0 ? 0
@@ -194,15 +196,18 @@ std::string run_table(std::span<const RunResult> results) {
                                                  static_cast<double>(r.ops.total());
     out += fmt::format(
         "{:<26} {:>3} {:>4} {:>10} {:>10} {:>9} {:>9.2f} {:>9.2f} {:>7.3f} {:>9.2f} {:>9.2f} "
-        "{:>7.1f} {:>6.1f}\n",
+        "{:>7.1f} {:>6.1f} {:>7.0f}%\n",
         c.structure, c.threads, c.update_pct, c.initial, c.range, c.dist.to_string(),
         r.throughput_mops, r.limit_mops, ratio(r.throughput_mops, r.limit_mops),
         static_cast<double>(r.memory_bytes) / (1 << 20),
         static_cast<double>(r.rss_growth_bytes) / (1 << 20),
         r.size_after == 0 ? 0.0
                           : static_cast<double>(r.memory_bytes) / static_cast<double>(r.size_after),
-        fail);
+        fail, 100 * r.harness_share);
   }
+  out +=
+      "(harness: share of each operation's time spent in the harness itself, measured with "
+      "the same workload over `null`)\n";
   for (const RunResult& r : results) {  // the structures' own event counts, if any
     if (r.events.empty() || r.ops[OpClass::kPutSuc] == 0) continue;
     std::vector<std::string> parts;

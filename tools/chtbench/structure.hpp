@@ -82,6 +82,7 @@ struct StructureTraits {
   bool thread_safe = false;  // may be used by several threads at once
   bool erase = true;         // supports erase
   bool batched = false;      // has a native batched lookup
+  bool stores = true;        // false only for `null`, which keeps nothing (no set invariants)
 };
 
 using StructureFactory = std::function<std::unique_ptr<Structure>(const StructureConfig&)>;

@@ -17,6 +17,7 @@
 #include <span>
 #include <thread>
 
+#include "adapters/null_structure.hpp"
 #include "memory_probe.hpp"
 #include "parallel.hpp"
 #include "timing.hpp"
@@ -103,8 +104,9 @@ namespace {
 
 constexpr std::uint64_t kInitialStream = 1;
 constexpr std::uint64_t kOpStream = 2;
-constexpr unsigned kSampleEvery = 64;  // one timed operation in 64
-constexpr unsigned kStopCheck = 64;    // operations between reads of the stop flag
+constexpr unsigned kSampleEvery = 64;   // one timed operation in 64
+constexpr unsigned kStopCheck = 64;     // operations between reads of the stop flag (sampled)
+constexpr std::size_t kDrawChunk = 64;  // operations drawn at a time, one call per operation
 
 std::int64_t rss_bytes() {
   std::ifstream statm("/proc/self/statm");
@@ -283,12 +285,14 @@ bool apply(Structure& s, OpKind kind, std::uint64_t key) {
   return false;
 }
 
-// One benchmark thread's timed loop. Only the structure call is timed, never key generation.
-template <class Policy, bool kSample>
-void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
-          const std::atomic<bool>& stop, ThreadStats& stats) {
+// One benchmark thread's timed loop with latency sampling (--latency): operations one by one,
+// one in kSampleEvery timed with the cycle counter (only the structure call, never key
+// generation).
+template <class Policy>
+void work_sampled(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
+                  const std::atomic<bool>& stop, ThreadStats& stats) {
   Rng rng(stream_seed(c.seed, kOpStream, thread));
-  const std::uint64_t overhead = kSample ? timer_overhead() : 0;
+  const std::uint64_t overhead = timer_overhead();
   const std::uint64_t u = c.update_pct;
   std::uint64_t sample_clock = 0;
   // Relaxed: the flag only ends the loop; the counters are read after the join.
@@ -297,7 +301,7 @@ void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
       const std::uint64_t r = rng.below(200);  // u/2 % inserts, u/2 % erases
       const OpKind kind = r < u ? OpKind::kInsert : r < 2 * u ? OpKind::kErase : OpKind::kLookup;
       const Draw d = policy.draw(kind, rng);
-      const bool sample = kSample && ++sample_clock % kSampleEvery == 0;
+      const bool sample = ++sample_clock % kSampleEvery == 0;
       const std::uint64_t t0 = sample ? cycles_begin() : 0;
       const bool ok = d.refused ? (s.contains(d.key), false) : apply(s, kind, d.key);
       const std::uint64_t t1 = sample ? cycles_end() : 0;
@@ -313,18 +317,24 @@ void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
   }
 }
 
-// The batched timed loop (--batch B > 1): B operation types are drawn at a time; each run of
-// consecutive lookups (keys drawn up front: lookups do not depend on the thread's state) goes to
-// contains_many in one call; updates are drawn and applied one by one, in order, exactly as in
-// work(), so the filter workload's ownership bookkeeping stays exact.
+// The timed loop. Operation types are drawn a chunk at a time (B = --batch, or kDrawChunk for
+// one call per operation); the keys of each run of consecutive lookups are drawn up front
+// (lookups do not depend on the thread's state), then the run goes to contains_many in one
+// call (--batch B > 1) or to contains() key by key in a tight loop, and its results are checked
+// after it. Updates are drawn and applied one by one, in order, so the filter workload's
+// ownership bookkeeping stays exact. The tight loop is what a user's loop of lookups looks
+// like: drawing keys between calls would fill the CPU's out-of-order window with the harness's
+// own instructions and hide the overlap of consecutive lookups' cache misses.
 template <class Policy>
-void work_batched(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
-                  const std::atomic<bool>& stop, ThreadStats& stats) {
+void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
+          const std::atomic<bool>& stop, ThreadStats& stats) {
   Rng rng(stream_seed(c.seed, kOpStream, thread));
   const std::uint64_t u = c.update_pct;
-  std::vector<OpKind> kinds(c.batch, OpKind::kLookup);
-  std::vector<std::uint64_t> keys(c.batch);
-  const auto found = std::make_unique<bool[]>(c.batch);
+  const bool one_call = c.batch == 1;
+  const std::size_t chunk = one_call ? kDrawChunk : c.batch;
+  std::vector<OpKind> kinds(chunk, OpKind::kLookup);
+  std::vector<std::uint64_t> keys(chunk);
+  const auto found = std::make_unique<bool[]>(chunk);
   // Relaxed: the flag only ends the loop; the counters are read after the join.
   while (!stop.load(std::memory_order_relaxed)) {
     if (u > 0) {  // (read-only: every operation is a lookup already)
@@ -347,7 +357,12 @@ void work_batched(Structure& s, Policy policy, const RunConfig& c, unsigned thre
         keys[run] = policy.draw(OpKind::kLookup, rng).key;
       }
       const std::span<const std::uint64_t> run_keys(keys.data(), run);
-      const std::size_t hits = s.contains_many(run_keys, std::span<bool>(found.get(), run));
+      std::size_t hits = 0;
+      if (one_call) {
+        for (std::size_t k = 0; k < run; ++k) hits += (found[k] = s.contains(run_keys[k]));
+      } else {
+        hits = s.contains_many(run_keys, std::span<bool>(found.get(), run));
+      }
       stats.ops[OpClass::kGetSuc] += hits;
       stats.ops[OpClass::kGetFail] += run - hits;
       policy.after_lookups(run_keys, std::span<const bool>(found.get(), run), stats);
@@ -423,12 +438,10 @@ Repeat run_repeat(const StructureInfo& info, const RunConfig& c) {
         *s, c.pin, c.threads,
         [&](unsigned t) {
           Policy policy(c, owners[t]);
-          if (c.batch > 1) {
-            work_batched(*s, policy, c, t, stop, stats[t]);
-          } else if (c.latency) {
-            work<Policy, true>(*s, policy, c, t, stop, stats[t]);
+          if (c.latency) {
+            work_sampled(*s, policy, c, t, stop, stats[t]);
           } else {
-            work<Policy, false>(*s, policy, c, t, stop, stats[t]);
+            work(*s, policy, c, t, stop, stats[t]);
           }
         },
         [&] {
@@ -507,6 +520,18 @@ RunResult run_benchmark(const StructureInfo& info, const RunConfig& config,
       lat[k] = summarize(median.latency[k], result.tsc_ghz);
     result.latency = lat;
   }
+
+  // The harness's own cost: the same workload (threads, policy, key streams, pinning, batches)
+  // over the null structure, for a quarter of the duration.
+  StructureInfo null_info = info;  // the traits choose the workload: a filter's, for a filter
+  null_info.make = [](const StructureConfig&) { return std::make_unique<NullStructure>(); };
+  RunConfig harness = c;
+  harness.duration_ms = std::clamp(c.duration_ms / 4, 10u, 250u);
+  harness.latency = false;
+  const Repeat alone = info.traits.filter ? run_repeat<FilterPolicy>(null_info, harness)
+                                          : run_repeat<SetPolicy>(null_info, harness);
+  result.harness_ns_per_op = 1e3 * c.threads / alone.mops;
+  result.harness_share = result.harness_ns_per_op / (1e3 * c.threads / result.throughput_mops);
 
   const MemoryProbe probe(result.memory_bytes);
   const auto probe_time = std::chrono::milliseconds(std::clamp(c.duration_ms / 2, 10u, 500u));

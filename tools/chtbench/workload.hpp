@@ -100,6 +100,11 @@ struct RunResult {
   std::vector<EventCount> events;     // Structure::event_counts() growth in the timed phase
   std::int64_t rss_growth_bytes = 0;  // resident set growth from construction to the end
   double limit_mops = 0;
+  // What the harness alone costs per operation and thread in this workload (the same loop over
+  // the `null` structure, measured after the repeats), and its share of the structure's time
+  // per operation and thread.
+  double harness_ns_per_op = 0;
+  double harness_share = 0;
   double tsc_ghz = 0;            // latency runs: measured TSC frequency
   double timer_overhead_ns = 0;  // latency runs: cost of the timing bracket, subtracted
   std::optional<std::array<LatencyStats, kOpClasses>> latency;
