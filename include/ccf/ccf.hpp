@@ -27,3 +27,4 @@
 #include "ccf/sync/spin_locks.hpp"
 #include "ccf/sync/spin_wait.hpp"
 #include "ccf/sync/tx_status.hpp"
+#include "ccf/tables/clht_lb.hpp"

@@ -1,9 +1,9 @@
 // Result codes and error types shared by every ccf structure.
 //
-// Hot-path operations (insert / erase) return a Status: a filter that is full is an expected
-// outcome, not an exceptional one. Construction with bad parameters throws
-// std::invalid_argument; reading a malformed serialized filter throws ccf::FormatError. In both
-// cases the object being built or loaded into is left unchanged.
+// Hot-path operations (insert / erase) return a Status: a filter that is full, or a key a hash
+// table already holds, is an expected outcome, not an exceptional one. Construction with bad
+// parameters throws std::invalid_argument; reading a malformed serialized filter throws
+// ccf::FormatError. In both cases the object being built or loaded into is left unchanged.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,8 @@ enum class Status : std::uint8_t {
   kOk = 0,    // the operation took effect
   kFull,      // insert: no room; nothing was changed
   kNotFound,  // erase: no copy of the item's fingerprint in its buckets; nothing was changed
+  kExists,    // a hash table's insert: the key is already present (insert_or_assign: and its
+              // value was replaced); filters never return it
 };
 
 constexpr std::string_view to_string(Status status) noexcept {
@@ -26,6 +28,8 @@ constexpr std::string_view to_string(Status status) noexcept {
       return "full";
     case Status::kNotFound:
       return "not found";
+    case Status::kExists:
+      return "exists";
   }
   return "unknown";
 }

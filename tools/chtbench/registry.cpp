@@ -22,6 +22,7 @@ const Registry& registry() {
     Registry r;
     register_ccf_concurrent_filters(r);
     register_ccf_filters(r);
+    register_ccf_tables(r);
     register_libcuckoo_map(r);
     register_locked_sets(r);
     register_null_structure(r);
