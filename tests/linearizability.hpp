@@ -68,11 +68,39 @@ class MultisetModel {
   std::vector<int> counts_;
 };
 
-inline bool linearizable(const std::vector<Operation>& history, const MultisetModel& initial) {
+// The sequential model of a hash table used as a set: an insert succeeds exactly when the key
+// is absent.
+class SetModel {
+ public:
+  explicit SetModel(int keys) : present_(static_cast<std::size_t>(keys)) {}
+  bool apply(const Operation& op) {
+    auto present = present_[static_cast<std::size_t>(op.key)];  // a std::vector<bool> reference
+    switch (op.kind) {
+      case OpKind::kInsert:
+        if (op.result == present) return false;
+        present = true;
+        return true;
+      case OpKind::kErase:
+        if (op.result != present) return false;
+        present = false;
+        return true;
+      case OpKind::kContains:
+        return op.result == present;
+    }
+    return false;
+  }
+  bool operator<(const SetModel& other) const { return present_ < other.present_; }
+
+ private:
+  std::vector<bool> present_;
+};
+
+template <class Model>
+bool linearizable(const std::vector<Operation>& history, const Model& initial) {
   const std::size_t n = history.size();
-  std::set<std::pair<std::vector<bool>, MultisetModel>> refuted;
+  std::set<std::pair<std::vector<bool>, Model>> refuted;
   std::vector<bool> done(n, false);
-  const auto search = [&](auto& self, const MultisetModel& model, std::size_t remaining) -> bool {
+  const auto search = [&](auto& self, const Model& model, std::size_t remaining) -> bool {
     if (remaining == 0) return true;
     if (refuted.count({done, model})) return false;
     // The earliest response among pending operations bounds which may go next.
@@ -82,7 +110,7 @@ inline bool linearizable(const std::vector<Operation>& history, const MultisetMo
     }
     for (std::size_t i = 0; i < n; ++i) {
       if (done[i] || history[i].invoked > horizon) continue;
-      MultisetModel next = model;
+      Model next = model;
       if (!next.apply(history[i])) continue;
       done[i] = true;
       const bool ok = self(self, next, remaining - 1);
@@ -96,9 +124,10 @@ inline bool linearizable(const std::vector<Operation>& history, const MultisetMo
 }
 
 // Many short rounds: a fresh filter from make_filter(), 3 threads x 4 random operations on 3
-// keys, each history recorded and checked. The keys' fingerprints must not collide in the
-// filter make_filter() builds, so that it has to answer exactly.
-template <class MakeFilter>
+// keys, each history recorded and checked against Model (a filter: MultisetModel; a hash table
+// used as a set: SetModel). The keys' fingerprints must not collide in the filter
+// make_filter() builds, so that it has to answer exactly.
+template <class Model = MultisetModel, class MakeFilter>
 void check_small_histories(MakeFilter make_filter, int rounds) {
   constexpr int kKeys = 3, kThreads = 3, kOpsPerThread = 4;
   const std::uint64_t keys[kKeys] = {11, 22, 33};
@@ -137,7 +166,7 @@ void check_small_histories(MakeFilter make_filter, int rounds) {
     }
     std::vector<Operation> history;
     for (const auto& log : logs) history.insert(history.end(), log.begin(), log.end());
-    ASSERT_TRUE(linearizable(history, MultisetModel(kKeys))) << "round " << round;
+    ASSERT_TRUE(linearizable(history, Model(kKeys))) << "round " << round;
   }
 }
 
