@@ -18,14 +18,20 @@ class Smoke : public testing::TestWithParam<std::string> {
 using SmokeRun = Smoke;
 using SmokeFilter = Smoke;
 
+// A short run of what the structure can do: 2 threads if it is thread-safe, updates if it can
+// erase.
+RunConfig small_run(const StructureTraits& t) {
+  return {.threads = t.thread_safe ? 2u : 1u,
+          .update_pct = t.erase ? 20u : 0u,
+          .initial = 1u << 10,
+          .duration_ms = 20,
+          .init_all = t.thread_safe};
+}
+
 TEST_P(SmokeRun, Run) {
   const StructureTraits t = info().traits;
-  const RunConfig c{.threads = t.thread_safe ? 2u : 1u,
-                    .update_pct = t.erase ? 20u : 0u,
-                    .initial = 1u << 10,
-                    .duration_ms = 20,
-                    .init_all = t.thread_safe,
-                    .latency = true};
+  RunConfig c = small_run(t);
+  c.latency = true;
   const RunResult r = run_benchmark(info(), c);
   EXPECT_GT(r.ops.total(), 0u);
   EXPECT_GT(r.throughput_mops, 0);
@@ -49,12 +55,8 @@ TEST_P(SmokeRun, ChunkedLoopOneCallAndBatched) {
   const StructureTraits t = info().traits;
   for (const unsigned batch : {1u, 16u}) {
     SCOPED_TRACE(batch);
-    const RunConfig c{.threads = t.thread_safe ? 2u : 1u,
-                      .update_pct = t.erase ? 20u : 0u,
-                      .initial = 1u << 10,
-                      .duration_ms = 20,
-                      .init_all = t.thread_safe,
-                      .batch = batch};
+    RunConfig c = small_run(t);
+    c.batch = batch;
     const RunResult r = run_benchmark(info(), c);
     EXPECT_GT(r.ops[OpClass::kGetSuc] + r.ops[OpClass::kGetFail], 0u);
     if (t.erase) {
