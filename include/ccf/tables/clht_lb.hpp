@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,7 @@
 #include <utility>
 #include <vector>
 
+#include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
@@ -143,9 +145,13 @@ class ClhtLb {
     std::atomic<Bucket*> next{nullptr};
   };
   static_assert(sizeof(Bucket) == 64, "one bucket, one cache line");
+  static_assert(std::is_trivially_destructible_v<Bucket>, "head buckets are never destroyed");
 
   struct Table {
-    explicit Table(std::uint64_t count) : buckets(count), heads(new Bucket[count]) {}
+    // Head buckets on huge pages where the system allows (detail/page_buffer.hpp): random probes
+    // into a table larger than the TLB's reach pay a page walk each otherwise.
+    explicit Table(std::uint64_t count)
+        : buckets(count), storage(count * sizeof(Bucket)), heads(construct(storage, count)) {}
     ~Table() {
       for (std::uint64_t i = 0; i < buckets; ++i) {
         for (Bucket* b = heads[i].next.load(std::memory_order_relaxed); b != nullptr;) {
@@ -158,8 +164,15 @@ class ClhtLb {
       return (buckets + overflow.load(std::memory_order_relaxed)) * sizeof(Bucket);
     }
 
+    static Bucket* construct(detail::PageBuffer& storage, std::uint64_t count) {
+      auto* first = reinterpret_cast<Bucket*>(storage.data());
+      for (std::uint64_t i = 0; i < count; ++i) new (first + i) Bucket;
+      return std::launder(first);
+    }
+
     std::uint64_t buckets;
-    std::unique_ptr<Bucket[]> heads;
+    detail::PageBuffer storage;
+    Bucket* heads;                           // in storage; trivially destructible
     std::atomic<std::uint64_t> overflow{0};  // overflow buckets allocated
   };
 
