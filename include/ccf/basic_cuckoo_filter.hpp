@@ -255,11 +255,7 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy>
     std::unique_ptr<BasicCuckooFilter> filter(
         new BasicCuckooFilter(detail::read_table<Table>(h, in), h.capacity, options));
     filter->adopt_victim(h);
-    filter->recount();
-    if (filter->policy_.items() != h.items) {
-      throw FormatError("the file's header counts " + std::to_string(h.items) +
-                        " items but its table holds " + std::to_string(filter->policy_.items()));
-    }
+    filter->recount();  // read_table checked the header's count against the table
     return filter;
   }
 
