@@ -13,6 +13,7 @@
 #include <memory>
 #include <random>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -65,6 +66,24 @@ TEST(ClhtLb, AgreesWithAMapThroughEveryResize) {
   EXPECT_GE(table.resizes(), 5u) << "the table was meant to grow through many sizes";
   EXPECT_GE(table.bucket_count() * 3, model.size() / 2);
   for (const auto& [key, value] : model) ASSERT_EQ(table.find(key), value);
+}
+
+TEST(ClhtLb, AbsurdCapacityIsRefusedAndChangesNothing) {
+  for (const std::size_t capacity : {std::size_t{1} << 63, ~std::size_t{0}}) {
+    EXPECT_THROW(ClhtLb{capacity}, std::invalid_argument) << capacity;
+  }
+  ClhtLb table(100);
+  ASSERT_EQ(table.insert(7, 70), Status::kOk);
+  const std::size_t buckets = table.bucket_count();
+  try {
+    table.reserve(~std::size_t{0});
+    ADD_FAILURE() << "reserve accepted an impossible capacity";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("64 TiB"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(table.bucket_count(), buckets);
+  EXPECT_EQ(table.find(7), 70u);
+  EXPECT_EQ(table.size(), 1u);
 }
 
 TEST(ClhtLb, ZeroKeyIsRefusedAndReserveGrows) {

@@ -69,7 +69,9 @@ class ClhtLb {
  public:
   static constexpr unsigned kSlots = 3;  // pairs per 64-byte bucket
 
-  // Room for `capacity` items at the resize threshold (3 per bucket) without resizing.
+  // Room for `capacity` items at the resize threshold (3 per bucket) without resizing. Throws
+  // std::invalid_argument if that needs more than 2^40 head buckets (64 TiB), the library's
+  // table limit; reserve() likewise, changing nothing.
   explicit ClhtLb(std::size_t capacity = 1024) : current_(new Table(buckets_for(capacity))) {
     tables_.emplace_back(current_.load(std::memory_order_relaxed));
   }
@@ -177,8 +179,14 @@ class ClhtLb {
   };
 
   static constexpr std::uint64_t kItemsPerBucket = 3;
+  static constexpr std::uint64_t kMaxBuckets = std::uint64_t{1} << 40;  // 64 TiB of heads
   static std::uint64_t buckets_for(std::size_t capacity) {
-    return std::max<std::uint64_t>(1, (capacity + kItemsPerBucket - 1) / kItemsPerBucket);
+    const std::uint64_t buckets = capacity / kItemsPerBucket + (capacity % kItemsPerBucket != 0);
+    if (buckets > kMaxBuckets) {
+      throw std::invalid_argument("ClhtLb capacity " + std::to_string(capacity) +
+                                  " needs more than the 64 TiB table limit");
+    }
+    return std::max<std::uint64_t>(1, buckets);
   }
   static std::uint64_t hash(std::uint64_t key) noexcept { return mix64(key); }
   static void check(std::uint64_t key) {
@@ -251,6 +259,7 @@ class ClhtLb {
   void resize(Table* from) {
     const std::unique_lock guard(resize_lock_, std::try_to_lock);
     if (!guard.owns_lock() || current_.load(std::memory_order_acquire) != from) return;
+    if (2 * from->buckets > kMaxBuckets) return;  // at the limit: chains grow instead
     const auto start = std::chrono::steady_clock::now();
     auto to = std::make_unique<Table>(2 * from->buckets);
     for (std::uint64_t i = 0; i < from->buckets; ++i) {
