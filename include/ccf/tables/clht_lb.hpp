@@ -120,6 +120,8 @@ class ClhtLb {
   std::size_t bucket_count() const noexcept {
     return current_.load(std::memory_order_acquire)->buckets;
   }
+  // Slots in the current table's head buckets (chains hold more).
+  std::size_t capacity() const noexcept { return kSlots * bucket_count(); }
   // Grows the table (if needed) so that `capacity` items fit without a resize.
   void reserve(std::size_t capacity) {
     while (bucket_count() < buckets_for(capacity)) resize(current_.load(std::memory_order_acquire));

@@ -1,0 +1,468 @@
+// CuckooMap: a concurrent cuckoo hash map after libcuckoo (Li, Andersen, Kaminsky and
+// Freedman, "Algorithmic improvements for fast concurrent cuckoo hashing", EuroSys 2014):
+// (2,4) buckets, lock striping, breadth-first cuckoo paths, and -- unlike libcuckoo, whose
+// lookups take their buckets' locks -- optimistic lookups that store nothing. Keys and values
+// are any trivially copyable types; the hash is the user's.
+//
+// Layout: m buckets (any m), each
+//
+//   | tags (u64: four 16-bit lanes) | key0 .. key3 | value0 .. value3 |
+//
+// stored as 64-bit atomic words (a key or value of s bytes takes ceil(s / 8) words): 72 bytes
+// for 8-byte keys and values, so a table at load 0.9 spends 20 bytes per item. A tag is 16 bits
+// of the key's hash, 0 for an empty slot. Addressing is the filters' partial-key rule
+// (detail/addressing.hpp): from h = mix64(Hash(key)), bucket i1 = reduce_range(h, m), tag = the
+// low 16 bits of h (0 -> 1), i2 = alternate(i1, tag) -- an involution computable from a bucket
+// and a tag alone, so paths are searched on tags without touching or hashing keys.
+//
+// Synchronization: sync::SeqStripes (sync/seq_stripes.hpp): bucket i belongs to stripe
+// i mod S (S fixed at construction, 64 to 4096).
+//   find      optimistic: SeqStripes::read over the stripes of i1 and i2 -- read the tags,
+//             compare the keys whose tags match, copy the value, validate. Stores nothing.
+//   insert    lock the stripes of i1, i2; refuse if the key is present (kExists); else store in
+//             a free slot (value and key first, then the tag). Both full: release the locks,
+//             search a path breadth-first on the tags (detail/cuckoo_path.hpp, no locks), and
+//             execute it back to front, one step per lock section on the step's two buckets'
+//             stripes, re-validating each step (the source slot still has the tag the search
+//             saw, so the same alternate; the target still has room). The last step, out of i1
+//             or i2, locks the stripes of i1, i2 and its target together, checks again that the
+//             key is absent, and stores the new item in the slot it vacates. A step that fails
+//             validation restarts the insert; moves already made kept every item.
+//   erase     lock the stripes of i1, i2; clear the key's tag.
+//   resize    when no path exists and the table is at least half full: lock every stripe,
+//             rehash into a table twice as large, publish it, unlock. Below half full a missing
+//             path means more than 8 keys share one bucket pair and tag -- a degenerate hash --
+//             and the insert returns kFull instead of doubling the table without end.
+//
+// Why a find never misses a present key, nor returns a torn value: a key's slot only changes
+// (stored, moved between its two buckets, cleared, its value assigned) under the locks of both
+// its buckets' stripes, which a find validates; a find that overlaps such a change retries. A
+// find that loaded the table just before a resize published a larger one reads the old table,
+// which no longer changes after the publication: its answer is the map's state at that moment,
+// inside the find's run (old tables are kept until the map is destroyed, so it is readable).
+// Writers re-check after locking that their table is still the current one.
+//
+// Memory ordering: SeqStripes' points (1)-(6). Slot words are written with release stores (2)
+// and read with acquire loads (4); the table pointer is published with release after the rehash
+// and loaded with acquire.
+//
+// Hash and KeyEqual: a find may compare the key it looks for against a copy of a slot's key
+// that a writer is overwriting (the result is discarded when validation fails), so KeyEqual
+// must be a pure function of the bytes. Hash is called only on keys the user passes and, during
+// a resize, on stored keys.
+//
+// Progress: finds are blocking only while a writer holds one of their stripes (one bucket
+// update, or a resize); updates block on stripe locks.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <cassert>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <new>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ccf/detail/addressing.hpp"
+#include "ccf/detail/bit_lanes.hpp"
+#include "ccf/detail/cuckoo_path.hpp"
+#include "ccf/detail/page_buffer.hpp"
+#include "ccf/hash.hpp"
+#include "ccf/status.hpp"
+#include "ccf/sync/seq_stripes.hpp"
+
+namespace ccf {
+
+template <class Key, class Value, class Hash = std::hash<Key>, class KeyEqual = std::equal_to<Key>>
+class CuckooMap {
+  static_assert(std::is_trivially_copyable_v<Key> && std::is_trivially_copyable_v<Value>,
+                "CuckooMap stores keys and values as words that lookups copy while writers may "
+                "change them: both must be trivially copyable");
+
+ public:
+  static constexpr unsigned kSlots = 4;
+  // The load a table is sized for; it fills to about 0.95 before the first resize.
+  static constexpr double kSizingLoad = 0.9;
+
+  // Room for `capacity` items without a resize. Throws std::invalid_argument if that needs more
+  // than 2^40 buckets, the library's table limit; reserve() likewise, changing nothing.
+  explicit CuckooMap(std::size_t capacity = 1024, Hash hash = {}, KeyEqual equal = {})
+      : hash_(std::move(hash)),
+        equal_(std::move(equal)),
+        stripes_(stripes_for(buckets_for(capacity))),
+        current_(new Table(buckets_for(capacity))) {
+    tables_.emplace_back(current_.load(std::memory_order_relaxed));
+    table_bytes_.store(tables_.back()->memory_bytes(), std::memory_order_relaxed);
+  }
+  CuckooMap(const CuckooMap&) = delete;
+  CuckooMap& operator=(const CuckooMap&) = delete;
+
+  std::optional<Value> find(const Key& key) const {
+    const std::uint64_t h = hash(key);
+    const Table& table = *current_.load(std::memory_order_acquire);
+    const detail::Location at = table.locate(h);
+    table.prefetch(at.primary);  // the buckets' misses start before the stripes are read
+    table.prefetch(at.alternate);
+    return stripes_.read(at.primary, at.alternate, [&]() -> std::optional<Value> {
+      if (const auto slot = table.find(at, key, equal_)) return table.value(*slot);
+      return std::nullopt;
+    });
+  }
+  bool contains(const Key& key) const { return find(key).has_value(); }
+
+  // kOk; kExists (the key is present; nothing changed); kFull only for a degenerate hash (more
+  // than 8 keys with one 64-bit hash; nothing changed).
+  Status insert(const Key& key, const Value& value) { return put(key, value, false); }
+  // kOk (inserted) or kExists (present: its value is now `value`); kFull as insert.
+  Status insert_or_assign(const Key& key, const Value& value) { return put(key, value, true); }
+  // kOk, or kNotFound.
+  Status erase(const Key& key) {
+    const std::uint64_t h = hash(key);
+    return locked(h, [&](Table& table, const detail::Location& at) {
+      const auto slot = table.find(at, key, equal_);
+      if (!slot) return Status::kNotFound;
+      table.clear(*slot);
+      stripes_.add_items(at.primary, -1);
+      return Status::kOk;
+    });
+  }
+
+  // Exact when no update is in flight.
+  std::size_t size() const noexcept { return stripes_.items(); }
+  std::size_t bucket_count() const noexcept {
+    return current_.load(std::memory_order_acquire)->buckets;
+  }
+  // Slots in the current table.
+  std::size_t capacity() const noexcept { return bucket_count() * kSlots; }
+  // Grows the table (if needed) so that `capacity` items fit at the sizing load.
+  void reserve(std::size_t capacity) {
+    const std::uint64_t buckets = buckets_for(capacity);
+    while (bucket_count() < buckets) grow(current_.load(std::memory_order_acquire), buckets);
+  }
+  std::size_t stripe_count() const noexcept { return stripes_.count(); }
+  // Resizes done so far, and the time they took in all (the cost the benchmarks report).
+  std::uint64_t resizes() const noexcept { return resizes_.load(std::memory_order_relaxed); }
+  std::uint64_t resize_nanoseconds() const noexcept {
+    return resize_ns_.load(std::memory_order_relaxed);
+  }
+  // Every table still held (the current one and the ones lookups may still read), the stripes
+  // and the map object.
+  std::size_t memory_bytes() const noexcept {
+    return table_bytes_.load(std::memory_order_relaxed) + stripes_.memory_bytes() + sizeof(*this);
+  }
+
+ private:
+  using Tags = detail::BitLanes<16, kSlots>;
+  using Addressing = detail::Addressing<16>;
+  using Word = std::atomic<std::uint64_t>;
+  static constexpr unsigned kPathDepth = detail::kConcurrentPathDepth<kSlots>;
+  using Path = detail::CuckooPath<kSlots, kPathDepth>;
+  static constexpr std::uint64_t kMaxBuckets = std::uint64_t{1} << 40;
+
+  // A trivially copyable T as ceil(sizeof(T) / 8) atomic words.
+  template <class T>
+  struct Words {
+    static constexpr std::size_t kCount = (sizeof(T) + 7) / 8;
+    static T load(const Word* from) noexcept {
+      std::array<std::uint64_t, kCount> words;
+      for (std::size_t i = 0; i < kCount; ++i) words[i] = from[i].load(std::memory_order_acquire);
+      std::array<std::byte, sizeof(T)> bytes;
+      std::memcpy(bytes.data(), words.data(), sizeof(T));
+      return std::bit_cast<T>(bytes);
+    }
+    static void store(Word* to, const T& value) noexcept {
+      std::array<std::uint64_t, kCount> words{};
+      std::memcpy(words.data(), &value, sizeof(T));
+      for (std::size_t i = 0; i < kCount; ++i) to[i].store(words[i], std::memory_order_release);
+    }
+  };
+  using KeyWords = Words<Key>;
+  using ValueWords = Words<Value>;
+
+  struct Bucket {
+    Word tags{0};
+    Word keys[kSlots * KeyWords::kCount]{};
+    Word values[kSlots * ValueWords::kCount]{};
+  };
+  static_assert(std::is_trivially_destructible_v<Bucket>, "buckets are never destroyed");
+
+  struct Slot {
+    std::uint64_t bucket;
+    unsigned lane;
+  };
+
+  // One table: its buckets on huge pages where the system allows (detail/page_buffer.hpp).
+  struct Table {
+    explicit Table(std::uint64_t count)
+        : buckets(count),
+          addressing(count),
+          storage(count * sizeof(Bucket)),
+          bucket(construct(storage, count)) {}
+
+    static Bucket* construct(detail::PageBuffer& storage, std::uint64_t count) {
+      auto* first = reinterpret_cast<Bucket*>(storage.data());
+      for (std::uint64_t i = 0; i < count; ++i) new (first + i) Bucket;
+      return std::launder(first);
+    }
+
+    detail::Location locate(std::uint64_t h) const noexcept {
+      return detail::locate(addressing, h);
+    }
+    std::uint64_t tags(std::uint64_t b) const noexcept {
+      return bucket[b].tags.load(std::memory_order_acquire);
+    }
+    Key key(const Slot& s) const noexcept {
+      return KeyWords::load(&bucket[s.bucket].keys[s.lane * KeyWords::kCount]);
+    }
+    Value value(const Slot& s) const noexcept {
+      return ValueWords::load(&bucket[s.bucket].values[s.lane * ValueWords::kCount]);
+    }
+
+    // The slot of i1 or i2 holding `key`. Both tag words are loaded before either is tested, so
+    // that the two buckets' misses overlap. Tags are compared exactly: lanes_equal may flag a
+    // lane above a match, and an empty slot keeps its old key.
+    std::optional<Slot> find(const detail::Location& at, const Key& key,
+                             const KeyEqual& equal) const {
+      const std::array<std::uint64_t, 2> tag_words{tags(at.primary), tags(at.alternate)};
+      for (unsigned i = 0; i < 2; ++i) {
+        const std::uint64_t b = i == 0 ? at.primary : at.alternate;
+        for (std::uint64_t match = Tags::lanes_equal(tag_words[i], at.fp); match != 0;
+             match &= match - 1) {
+          const Slot slot{b, Tags::first_flagged_lane(match)};
+          if (Tags::get(tag_words[i], slot.lane) == at.fp && equal(key, this->key(slot))) {
+            return slot;
+          }
+        }
+      }
+      return std::nullopt;
+    }
+    std::optional<Slot> free_slot(std::uint64_t b) const noexcept {
+      const std::uint64_t empty = Tags::zero_lanes(tags(b));
+      if (empty == 0) return std::nullopt;
+      return Slot{b, Tags::first_flagged_lane(empty)};
+    }
+
+    // Writes (under the slot's stripes, or into a table nobody else sees): key and value
+    // before the tag that makes them visible.
+    void store(const Slot& s, std::uint32_t tag, const Key& k, const Value& v) noexcept {
+      KeyWords::store(&bucket[s.bucket].keys[s.lane * KeyWords::kCount], k);
+      assign(s, v);
+      set_tag(s, tag);
+    }
+    void assign(const Slot& s, const Value& v) noexcept {
+      ValueWords::store(&bucket[s.bucket].values[s.lane * ValueWords::kCount], v);
+    }
+    void clear(const Slot& s) noexcept { set_tag(s, 0); }
+    void set_tag(const Slot& s, std::uint32_t tag) noexcept {
+      Word& word = bucket[s.bucket].tags;
+      word.store(Tags::set(word.load(std::memory_order_relaxed), s.lane, tag),
+                 std::memory_order_release);
+    }
+
+    // Moves the item in `from` to a free slot of `to` (its alternate). False, changing nothing,
+    // if `from` no longer holds tag `tag` or `to` has no room.
+    bool move(const Slot& from, std::uint32_t tag, std::uint64_t to) noexcept {
+      const auto target = free_slot(to);
+      if (!target || Tags::get(tags(from.bucket), from.lane) != tag) return false;
+      store(*target, tag, key(from), value(from));
+      clear(from);
+      return true;
+    }
+
+    // What the path search reads (detail/cuckoo_path.hpp): tags only.
+    static constexpr unsigned kSlots = CuckooMap::kSlots;
+    std::uint32_t read(std::uint64_t b, unsigned lane) const noexcept {
+      return Tags::get(bucket[b].tags.load(std::memory_order_relaxed), lane);
+    }
+    bool has_empty(std::uint64_t b) const noexcept { return free_slot(b).has_value(); }
+    // Both lines a bucket may straddle.
+    void prefetch(std::uint64_t b) const noexcept {
+      const auto* first = reinterpret_cast<const char*>(&bucket[b]);
+      __builtin_prefetch(first);
+      __builtin_prefetch(first + sizeof(Bucket) - 1);
+    }
+
+    std::size_t memory_bytes() const noexcept { return storage.reserved_bytes(); }
+
+    std::uint64_t buckets;
+    Addressing addressing;
+    detail::PageBuffer storage;
+    Bucket* bucket;  // in storage
+  };
+
+  static std::uint64_t buckets_for(std::size_t capacity) {
+    const double wanted = std::ceil(static_cast<double>(capacity) / (kSlots * kSizingLoad));
+    if (wanted > static_cast<double>(kMaxBuckets)) {
+      throw std::invalid_argument("CuckooMap capacity " + std::to_string(capacity) +
+                                  " needs more than the 2^40-bucket table limit");
+    }
+    return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(wanted));
+  }
+  static std::size_t stripes_for(std::uint64_t buckets) {
+    return std::clamp<std::size_t>(std::bit_ceil(buckets / 64 + 1), 64, 4096);
+  }
+
+  std::uint64_t hash(const Key& key) const { return mix64(static_cast<std::uint64_t>(hash_(key))); }
+
+  // Runs f(table, at) under the stripes of the key's two buckets in the current table.
+  template <class F>
+  auto locked(std::uint64_t h, F&& f) {
+    for (;;) {
+      Table& table = *current_.load(std::memory_order_acquire);
+      const detail::Location at = table.locate(h);
+      table.prefetch(at.primary);  // the buckets' misses overlap with taking the locks
+      table.prefetch(at.alternate);
+      const sync::SeqStripes::Guard guard(stripes_, at.primary, at.alternate);
+      // A resize holds every stripe while it swaps tables: under ours, current_ is stable.
+      if (current_.load(std::memory_order_relaxed) == &table) return f(table, at);
+    }
+  }
+
+  Status put(const Key& key, const Value& value, bool assign) {
+    const std::uint64_t h = hash(key);
+    for (;;) {
+      Table* full = nullptr;
+      detail::Location at{};
+      const std::optional<Status> stored = locked(h, [&](Table& table, const detail::Location& l) {
+        at = l;
+        full = &table;
+        return store_new(table, l, key, value, assign);
+      });
+      if (stored) return *stored;
+      Path path;
+      if (detail::find_cuckoo_path(*full, full->addressing, at.primary, at.alternate, path)) {
+        if (const auto done = cuckoo(*full, at, path, key, value, assign)) return *done;
+        continue;  // the path changed under us
+      }
+      // No path. Below half full that means a degenerate hash (see the header): growing would
+      // not help, however often.
+      if (2 * size() < kSlots * full->buckets || 2 * full->buckets > kMaxBuckets) {
+        return Status::kFull;
+      }
+      grow(full, 2 * full->buckets);
+    }
+  }
+
+  // Under the stripes of at's buckets: the key's value if present, else the new item in a free
+  // slot of i1 or i2. nullopt: both buckets full.
+  std::optional<Status> store_new(Table& table, const detail::Location& at, const Key& key,
+                                  const Value& value, bool assign) {
+    if (const auto slot = table.find(at, key, equal_)) {
+      if (assign) table.assign(*slot, value);
+      return Status::kExists;
+    }
+    auto slot = table.free_slot(at.primary);
+    if (!slot) slot = table.free_slot(at.alternate);
+    if (!slot) return std::nullopt;
+    table.store(*slot, at.fp, key, value);
+    stripes_.add_items(at.primary, +1);
+    return Status::kOk;
+  }
+
+  // Executes `path` back to front; the last step stores the new item in the root slot it
+  // frees. nullopt: a step no longer matched the table (or the table was replaced): restart.
+  std::optional<Status> cuckoo(Table& table, const detail::Location& at, const Path& path,
+                               const Key& key, const Value& value, bool assign) {
+    for (unsigned step = path.length - 1; step > 1; --step) {
+      const detail::CuckooPathStep& from = path.steps[step - 1];
+      const std::uint64_t to = path.steps[step].bucket;
+      const sync::SeqStripes::Guard guard(stripes_, from.bucket, to);
+      if (current_.load(std::memory_order_relaxed) != &table ||
+          !table.move({from.bucket, from.slot}, from.fp, to)) {
+        return std::nullopt;
+      }
+    }
+    const detail::CuckooPathStep& root = path.steps[0];
+    const sync::SeqStripes::Guard guard(stripes_, at.primary, at.alternate, path.steps[1].bucket);
+    if (current_.load(std::memory_order_relaxed) != &table) return std::nullopt;
+    if (const auto slot = table.find(at, key, equal_)) {  // inserted meanwhile by another thread
+      if (assign) table.assign(*slot, value);
+      return Status::kExists;
+    }
+    if (!table.move({root.bucket, root.slot}, root.fp, path.steps[1].bucket)) return std::nullopt;
+    table.store({root.bucket, root.slot}, at.fp, key, value);
+    stripes_.add_items(at.primary, +1);
+    return Status::kOk;
+  }
+
+  // Replaces `from`, if it is still the current table, by one of `buckets` buckets (or more,
+  // should its items not all fit). Blocks every operation but finds meanwhile.
+  void grow(Table* from, std::uint64_t buckets) {
+    const sync::SeqStripes::AllGuard all(stripes_);
+    if (current_.load(std::memory_order_relaxed) != from || buckets <= from->buckets) return;
+    const auto start = std::chrono::steady_clock::now();
+    auto to = rehash(*from, buckets);
+    // Release: every rehashed slot before the new table is seen (the unlocks publish it to
+    // writers as well).
+    current_.store(to.get(), std::memory_order_release);
+    table_bytes_.fetch_add(to->memory_bytes(), std::memory_order_relaxed);
+    tables_.push_back(std::move(to));
+    resizes_.fetch_add(1, std::memory_order_relaxed);
+    resize_ns_.fetch_add(
+        static_cast<std::uint64_t>(
+            std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count()),
+        std::memory_order_relaxed);
+  }
+
+  // Every item of `from` in a new table of `buckets` buckets (doubled again until they all fit).
+  std::unique_ptr<Table> rehash(const Table& from, std::uint64_t buckets) const {
+    for (;; buckets *= 2) {
+      auto to = std::make_unique<Table>(buckets);
+      if (copy_all(from, *to)) return to;
+    }
+  }
+  bool copy_all(const Table& from, Table& to) const {
+    for (std::uint64_t b = 0; b < from.buckets; ++b) {
+      const std::uint64_t tag_word = from.tags(b);
+      for (unsigned lane = 0; lane < kSlots; ++lane) {
+        if (Tags::get(tag_word, lane) == 0) continue;
+        const Key key = from.key({b, lane});
+        if (!place(to, key, from.value({b, lane}))) return false;
+      }
+    }
+    return true;
+  }
+  // Into a table no other thread sees yet.
+  bool place(Table& table, const Key& key, const Value& value) const {
+    const detail::Location at = table.locate(hash(key));
+    auto slot = table.free_slot(at.primary);
+    if (!slot) slot = table.free_slot(at.alternate);
+    if (!slot) {
+      Path path;
+      if (!detail::find_cuckoo_path(table, table.addressing, at.primary, at.alternate, path)) {
+        return false;
+      }
+      for (unsigned step = path.length - 1; step > 0; --step) {
+        const detail::CuckooPathStep& from = path.steps[step - 1];
+        const bool moved = table.move({from.bucket, from.slot}, from.fp, path.steps[step].bucket);
+        assert(moved);  // nothing else writes this table
+        static_cast<void>(moved);
+      }
+      slot = Slot{path.steps[0].bucket, path.steps[0].slot};
+    }
+    table.store(*slot, at.fp, key, value);
+    return true;
+  }
+
+  [[no_unique_address]] Hash hash_;
+  [[no_unique_address]] KeyEqual equal_;
+  mutable sync::SeqStripes stripes_;
+  std::atomic<Table*> current_;
+  std::vector<std::unique_ptr<Table>> tables_;  // every table, the current one last (resize only)
+  std::atomic<std::size_t> table_bytes_{0};
+  std::atomic<std::uint64_t> resizes_{0};
+  std::atomic<std::uint64_t> resize_ns_{0};
+};
+
+}  // namespace ccf
