@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ccf/tables/clht_lb.hpp"
+#include "ccf/tables/clht_lf.hpp"
 #include "ccf/tables/cuckoo_map.hpp"
 #include "linearizability.hpp"
 #include "sanitizer_scale.hpp"
@@ -30,7 +31,8 @@ using ccf::Status;
 template <class Table>
 class HashTableContract : public ::testing::Test {};
 
-using Tables = ::testing::Types<ccf::ClhtLb, ccf::CuckooMap<std::uint64_t, std::uint64_t>>;
+using Tables =
+    ::testing::Types<ccf::ClhtLb, ccf::ClhtLf, ccf::CuckooMap<std::uint64_t, std::uint64_t>>;
 TYPED_TEST_SUITE(HashTableContract, Tables);
 
 TYPED_TEST(HashTableContract, AgreesWithAMapThroughEveryResize) {

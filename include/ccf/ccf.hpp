@@ -29,4 +29,5 @@
 #include "ccf/sync/spin_wait.hpp"
 #include "ccf/sync/tx_status.hpp"
 #include "ccf/tables/clht_lb.hpp"
+#include "ccf/tables/clht_lf.hpp"
 #include "ccf/tables/cuckoo_map.hpp"

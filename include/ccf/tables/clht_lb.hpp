@@ -57,6 +57,7 @@
 #include <utility>
 #include <vector>
 
+#include "ccf/detail/clht_sizing.hpp"
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/hash.hpp"
@@ -67,7 +68,7 @@ namespace ccf {
 
 class ClhtLb {
  public:
-  static constexpr unsigned kSlots = 3;  // pairs per 64-byte bucket
+  static constexpr unsigned kSlots = detail::ClhtSizing::kSlots;  // pairs per 64-byte bucket
 
   // Room for `capacity` items at the resize threshold (3 per bucket) without resizing. Throws
   // std::invalid_argument if that needs more than 2^40 head buckets (64 TiB), the library's
@@ -180,21 +181,13 @@ class ClhtLb {
     std::atomic<std::uint64_t> overflow{0};  // overflow buckets allocated
   };
 
-  static constexpr std::uint64_t kItemsPerBucket = 3;
-  static constexpr std::uint64_t kMaxBuckets = std::uint64_t{1} << 40;  // 64 TiB of heads
+  static constexpr std::uint64_t kItemsPerBucket = detail::ClhtSizing::kItemsPerBucket;
+  static constexpr std::uint64_t kMaxBuckets = detail::ClhtSizing::kMaxBuckets;
   static std::uint64_t buckets_for(std::size_t capacity) {
-    const std::uint64_t buckets = capacity / kItemsPerBucket + (capacity % kItemsPerBucket != 0);
-    if (buckets > kMaxBuckets) {
-      throw std::invalid_argument("ClhtLb capacity " + std::to_string(capacity) +
-                                  " needs more than the 64 TiB table limit");
-    }
-    return std::max<std::uint64_t>(1, buckets);
+    return detail::ClhtSizing::buckets_for(capacity, "ClhtLb");
   }
-  static std::uint64_t hash(std::uint64_t key) noexcept { return mix64(key); }
-  static void check(std::uint64_t key) {
-    if (key == 0)
-      throw std::invalid_argument("ClhtLb keys must be non-zero (0 marks an empty slot)");
-  }
+  static std::uint64_t hash(std::uint64_t key) noexcept { return detail::ClhtSizing::hash(key); }
+  static void check(std::uint64_t key) { detail::ClhtSizing::check(key, "ClhtLb"); }
 
   // Runs f(head, table) with the key's head bucket locked in the current table (which stays
   // current while its bucket is held: a resize must take every head first); waits out a resize.

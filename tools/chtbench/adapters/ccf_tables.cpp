@@ -1,7 +1,9 @@
 // The ccf hash tables (include/ccf/tables/), used as sets: a key maps to itself.
 //   clht-lb     ClhtLb: one cache line per bucket, lock-free lookups, per-bucket locks, resize
+//   clht-lf     ClhtLf: one cache line per bucket, CAS updates on a snapshot word, resize
 //   cuckoo-map  CuckooMap<u64, u64>: (2,4) cuckoo, striped locks, store-free lookups, resize
 #include <ccf/tables/clht_lb.hpp>
+#include <ccf/tables/clht_lf.hpp>
 #include <ccf/tables/cuckoo_map.hpp>
 #include <memory>
 
@@ -40,6 +42,10 @@ void register_ccf_tables(Registry& r) {
          "ccf ClhtLb: one cache line per bucket, store-free lookups, bucket locks, resize",
          {.filter = false, .thread_safe = true},
          [](const StructureConfig& c) { return std::make_unique<TableSet<ccf::ClhtLb>>(c); }});
+  r.add({"clht-lf",
+         "ccf ClhtLf: one cache line per bucket, lock-free CAS updates, store-free lookups, resize",
+         {.filter = false, .thread_safe = true},
+         [](const StructureConfig& c) { return std::make_unique<TableSet<ccf::ClhtLf>>(c); }});
   r.add({"cuckoo-map",
          "ccf CuckooMap: (2,4) cuckoo, striped seqlocks, store-free lookups, BFS paths, resize",
          {.filter = false, .thread_safe = true},

@@ -1,0 +1,42 @@
+// What the two cache-line hash tables (tables/clht_lb.hpp, tables/clht_lf.hpp) share: 64-bit
+// keys with 0 reserved for an empty slot, three pairs per 64-byte bucket, mixed hashes (CLHT
+// indexes with the raw key; mixed, adversarial or strided keys cannot pile into one chain), and
+// sizing: a table built for n items gets ceil(n / 3) head buckets.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "ccf/hash.hpp"
+
+namespace ccf::detail {
+
+struct ClhtSizing {
+  static constexpr unsigned kSlots = 3;  // pairs per 64-byte bucket
+  static constexpr std::uint64_t kItemsPerBucket = kSlots;
+  static constexpr std::uint64_t kMaxBuckets = std::uint64_t{1} << 40;  // 64 TiB of heads
+
+  // Head buckets for `capacity` items at kItemsPerBucket each; std::invalid_argument (naming
+  // `table`) beyond the table limit.
+  static std::uint64_t buckets_for(std::size_t capacity, std::string_view table) {
+    const std::uint64_t buckets = capacity / kItemsPerBucket + (capacity % kItemsPerBucket != 0);
+    if (buckets > kMaxBuckets) {
+      throw std::invalid_argument(std::string(table) + " capacity " + std::to_string(capacity) +
+                                  " needs more than the 64 TiB table limit");
+    }
+    return std::max<std::uint64_t>(1, buckets);
+  }
+  static std::uint64_t hash(std::uint64_t key) noexcept { return mix64(key); }
+  static void check(std::uint64_t key, std::string_view table) {
+    if (key == 0) {
+      throw std::invalid_argument(std::string(table) +
+                                  " keys must be non-zero (0 marks an empty slot)");
+    }
+  }
+};
+
+}  // namespace ccf::detail
