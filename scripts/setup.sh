@@ -8,7 +8,8 @@ packages=(
   build-essential cmake git pkg-config clang-format
   clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libxxhash-dev libtbb-dev liburcu-dev libabsl-dev libhwloc-dev libdivide-dev libcuckoo-dev
+  libxxhash-dev libtbb-dev liburcu-dev libcds-dev libabsl-dev libhwloc-dev libdivide-dev
+  libcuckoo-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev
   gnuplot-nox python3
 )

@@ -23,6 +23,7 @@ const Registry& registry() {
     register_ccf_concurrent_filters(r);
     register_ccf_filters(r);
     register_ccf_tables(r);
+    register_libcds_maps(r);
     register_libcuckoo_map(r);
     register_locked_sets(r);
     register_null_structure(r);

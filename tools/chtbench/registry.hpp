@@ -28,6 +28,7 @@ const Registry& registry();
 void register_ccf_concurrent_filters(Registry& r);
 void register_ccf_filters(Registry& r);
 void register_ccf_tables(Registry& r);
+void register_libcds_maps(Registry& r);
 void register_libcuckoo_map(Registry& r);
 void register_locked_sets(Registry& r);
 void register_null_structure(Registry& r);
