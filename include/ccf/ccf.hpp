@@ -28,6 +28,8 @@
 #include "ccf/sync/spin_locks.hpp"
 #include "ccf/sync/spin_wait.hpp"
 #include "ccf/sync/tx_status.hpp"
+#include "ccf/tables/basic_clht.hpp"
 #include "ccf/tables/clht_lb.hpp"
 #include "ccf/tables/clht_lf.hpp"
 #include "ccf/tables/cuckoo_map.hpp"
+#include "ccf/tables/htm_clht.hpp"

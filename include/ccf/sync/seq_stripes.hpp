@@ -89,13 +89,15 @@ class SeqStripes {
   class Guard {
    public:
     Guard(const SeqStripes& stripes, std::uint64_t a, std::uint64_t b) noexcept
-        : held_{&stripes.stripe_of(a), &stripes.stripe_of(b)}, count_(2) {
+        : held_{&stripes.stripe_of(a), &stripes.stripe_of(b)} {
       if (held_[0] > held_[1]) std::swap(held_[0], held_[1]);
+      count_ = held_[0] == held_[1] ? 1 : 2;
       lock_held();
     }
     Guard(const SeqStripes& stripes, std::uint64_t a, std::uint64_t b, std::uint64_t c) noexcept
-        : held_{&stripes.stripe_of(a), &stripes.stripe_of(b), &stripes.stripe_of(c)}, count_(3) {
+        : held_{&stripes.stripe_of(a), &stripes.stripe_of(b), &stripes.stripe_of(c)} {
       std::sort(held_.begin(), held_.end());
+      count_ = static_cast<unsigned>(std::unique(held_.begin(), held_.end()) - held_.begin());
       lock_held();
     }
     ~Guard() {
@@ -105,10 +107,8 @@ class SeqStripes {
     Guard& operator=(const Guard&) = delete;
 
    private:
-    // held_[0 .. count_) sorted: keeps each stripe once and locks them in order.
+    // held_[0 .. count_): distinct and in address order, so guards never deadlock.
     void lock_held() noexcept {
-      count_ =
-          static_cast<unsigned>(std::unique(held_.begin(), held_.begin() + count_) - held_.begin());
       for (unsigned i = 0; i < count_; ++i) lock(*held_[i]);
     }
 

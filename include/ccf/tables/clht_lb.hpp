@@ -1,202 +1,31 @@
-// ClhtLb: the lock-based cache-line hash table of David, Guerraoui and Trigonakis ("Asynchronized
-// concurrency: the secret to scaling concurrent search data structures", ASPLOS 2015): a map
-// from non-zero 64-bit keys to 64-bit values where a lookup touches one cache line and never
-// writes, waits or retries.
-//
-// Layout: an array of m buckets (any m: the index is reduce_range(h, m), not a mask), one 64-byte
-// line each, plus overflow buckets chained from it:
-//
-//   | lock (8) | key0 key1 key2 (24) | val0 val1 val2 (24) | next (8) |     key 0: empty slot
-//
-// Operations (h = mix64(key): CLHT indexes with the raw key; mixed, adversarial or strided keys
-// cannot pile into one chain):
-//   find    no lock, no store: for each slot of the chain, read key, value, key again; the key
-//           unchanged means the value belongs to it (the atomic snapshot of key + value). A slot
-//           whose key is not ours is skipped. (ASCY 1-4: searches do not write, wait or retry.)
-//   insert  lock the head bucket (it guards its whole chain); refuse if the key is present
-//           (kExists); else write the value, then the key (release) into the first empty slot,
-//           or into a new overflow bucket linked last (release).
-//   erase   lock the head bucket; clear the key (release). Values are never cleared.
-//   insert_or_assign: as insert, but a present key's value is overwritten (a reader sees the
-//           old or the new value, never a torn one: values are single atomic words).
-//
-// Sizing: a table built for n items gets ceil(n / 3) buckets -- every slot used at n, the excess
-// of the fuller buckets in overflow buckets -- so at half that load (how benchmarks size it) it
-// spends about 43 bytes of head bucket and 4 of overflow per item. Resize (double and rehash)
-// when an insert had to chain a new overflow bucket and the table then holds more than 3 items
-// per bucket on average -- never on one chain's length alone (the reference design resizes on a
-// single overflow, which livelocks when hashes collide). One
-// thread at a time (a try-lock; others just go on) copies every bucket into a table twice as
-// large. Each old head bucket is locked for good while it is copied (lock word kMigrated):
-// updates of it wait until the new table is published and then retry there; lookups go on in
-// the old table, whose contents no longer change, so a lookup that started before the
-// publication answers as of a moment inside its own run. Old tables are kept until the map is
-// destroyed (they are smaller than the current one together, so the map never holds more than
-// twice its current table) instead of a grace period: readers may still be inside them.
-//
-// Memory ordering: a writer's slot stores are release and a reader's loads acquire, so a reader
-// that sees a key also sees the value written before it; the head lock's CAS is acquire and its
-// release store publishes the critical section to the next holder. The table pointer is
-// published with release after every bucket is copied, and loaded with acquire.
-//
-// Progress: lookups wait-free; updates blocking (the bucket lock, and a resize in progress).
+// ClhtLb: CLHT-lb, the cache-line hash table (tables/basic_clht.hpp, where the design and its
+// argument are) with a lock per head bucket, in the head's first word: an update locks its
+// chain's head; a resize locks each old head for good (kMigrated) while it copies the chain.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <cstddef>
 #include <cstdint>
-#include <memory>
-#include <mutex>
-#include <new>
-#include <optional>
-#include <stdexcept>
-#include <string>
-#include <type_traits>
-#include <utility>
-#include <vector>
+#include <string_view>
 
-#include "ccf/detail/clht_sizing.hpp"
-#include "ccf/detail/page_buffer.hpp"
-#include "ccf/detail/sharded_counter.hpp"
-#include "ccf/hash.hpp"
-#include "ccf/status.hpp"
 #include "ccf/sync/spin_wait.hpp"
+#include "ccf/tables/basic_clht.hpp"
 
 namespace ccf {
 
-class ClhtLb {
+namespace clht {
+
+class BucketLocks {
  public:
-  static constexpr unsigned kSlots = detail::ClhtSizing::kSlots;  // pairs per 64-byte bucket
+  static constexpr std::string_view kName = "ClhtLb";
 
-  // Room for `capacity` items at the resize threshold (3 per bucket) without resizing. Throws
-  // std::invalid_argument if that needs more than 2^40 head buckets (64 TiB), the library's
-  // table limit; reserve() likewise, changing nothing.
-  explicit ClhtLb(std::size_t capacity = 1024) : current_(new Table(buckets_for(capacity))) {
-    tables_.emplace_back(current_.load(std::memory_order_relaxed));
-  }
-  ClhtLb(const ClhtLb&) = delete;
-  ClhtLb& operator=(const ClhtLb&) = delete;
-
-  std::optional<std::uint64_t> find(std::uint64_t key) const {
-    check(key);
-    const Table& table = *current_.load(std::memory_order_acquire);
-    for (const Bucket* b = &table.head(hash(key)); b != nullptr;
-         b = b->next.load(std::memory_order_acquire)) {
-      for (unsigned s = 0; s < kSlots; ++s) {
-        if (b->key[s].load(std::memory_order_acquire) != key) continue;
-        const std::uint64_t value = b->value[s].load(std::memory_order_acquire);
-        if (b->key[s].load(std::memory_order_acquire) == key) return value;
-      }
-    }
-    return std::nullopt;
-  }
-  bool contains(std::uint64_t key) const { return find(key).has_value(); }
-
-  // kOk, or kExists (the key is present; nothing changed).
-  Status insert(std::uint64_t key, std::uint64_t value) { return put(key, value, false); }
-  // kOk (inserted) or kExists (present: its value is now `value`).
-  Status insert_or_assign(std::uint64_t key, std::uint64_t value) { return put(key, value, true); }
-  // kOk, or kNotFound.
-  Status erase(std::uint64_t key) {
-    check(key);
-    const std::uint64_t h = hash(key);
-    return with_locked_head(h, [&](Bucket& head, Table&) {
-      for (Bucket* b = &head; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
-        for (unsigned s = 0; s < kSlots; ++s) {
-          if (b->key[s].load(std::memory_order_relaxed) == key) {
-            b->key[s].store(0, std::memory_order_release);
-            items_.add(-1);
-            return Status::kOk;
-          }
-        }
-      }
-      return Status::kNotFound;
-    });
-  }
-
-  // Exact when no update is in flight.
-  std::size_t size() const noexcept { return static_cast<std::size_t>(items_.value()); }
-  std::size_t bucket_count() const noexcept {
-    return current_.load(std::memory_order_acquire)->buckets;
-  }
-  // Slots in the current table's head buckets (chains hold more).
-  std::size_t capacity() const noexcept { return kSlots * bucket_count(); }
-  // Grows the table (if needed) so that `capacity` items fit without a resize.
-  void reserve(std::size_t capacity) {
-    while (bucket_count() < buckets_for(capacity)) resize(current_.load(std::memory_order_acquire));
-  }
-  // Resizes done so far, and the time they took in all (the cost the benchmarks report).
-  std::uint64_t resizes() const noexcept { return resizes_.load(std::memory_order_relaxed); }
-  std::uint64_t resize_nanoseconds() const noexcept {
-    return resize_ns_.load(std::memory_order_relaxed);
-  }
-  // Buckets (head and overflow) of every table still held, and the map object.
-  std::size_t memory_bytes() const {
-    const std::lock_guard guard(resize_lock_);
-    std::size_t bytes = sizeof(*this);
-    for (const auto& table : tables_) bytes += table->memory_bytes();
-    return bytes;
-  }
-
- private:
-  static constexpr std::uint64_t kFree = 0, kLocked = 1, kMigrated = 2;
-
-  struct alignas(64) Bucket {
-    std::atomic<std::uint64_t> lock{kFree};  // head buckets only
-    std::atomic<std::uint64_t> key[kSlots]{};
-    std::atomic<std::uint64_t> value[kSlots]{};
-    std::atomic<Bucket*> next{nullptr};
-  };
-  static_assert(sizeof(Bucket) == 64, "one bucket, one cache line");
-  static_assert(std::is_trivially_destructible_v<Bucket>, "head buckets are never destroyed");
-
-  struct Table {
-    // Head buckets on huge pages where the system allows (detail/page_buffer.hpp): random probes
-    // into a table larger than the TLB's reach pay a page walk each otherwise.
-    explicit Table(std::uint64_t count)
-        : buckets(count), storage(count * sizeof(Bucket)), heads(construct(storage, count)) {}
-    ~Table() {
-      for (std::uint64_t i = 0; i < buckets; ++i) {
-        for (Bucket* b = heads[i].next.load(std::memory_order_relaxed); b != nullptr;) {
-          delete std::exchange(b, b->next.load(std::memory_order_relaxed));
-        }
-      }
-    }
-    Bucket& head(std::uint64_t h) const noexcept { return heads[reduce_range(h, buckets)]; }
-    std::size_t memory_bytes() const noexcept {
-      return (buckets + overflow.load(std::memory_order_relaxed)) * sizeof(Bucket);
-    }
-
-    static Bucket* construct(detail::PageBuffer& storage, std::uint64_t count) {
-      auto* first = reinterpret_cast<Bucket*>(storage.data());
-      for (std::uint64_t i = 0; i < count; ++i) new (first + i) Bucket;
-      return std::launder(first);
-    }
-
-    std::uint64_t buckets;
-    detail::PageBuffer storage;
-    Bucket* heads;                           // in storage; trivially destructible
-    std::atomic<std::uint64_t> overflow{0};  // overflow buckets allocated
-  };
-
-  static constexpr std::uint64_t kItemsPerBucket = detail::ClhtSizing::kItemsPerBucket;
-  static constexpr std::uint64_t kMaxBuckets = detail::ClhtSizing::kMaxBuckets;
-  static std::uint64_t buckets_for(std::size_t capacity) {
-    return detail::ClhtSizing::buckets_for(capacity, "ClhtLb");
-  }
-  static std::uint64_t hash(std::uint64_t key) noexcept { return detail::ClhtSizing::hash(key); }
-  static void check(std::uint64_t key) { detail::ClhtSizing::check(key, "ClhtLb"); }
-
-  // Runs f(head, table) with the key's head bucket locked in the current table (which stays
-  // current while its bucket is held: a resize must take every head first); waits out a resize.
-  template <class F>
-  std::invoke_result_t<F&, Bucket&, Table&> with_locked_head(std::uint64_t h, F&& f) {
+  // f(head, table) with h's head locked in the current table (which stays current while one of
+  // its heads is held: a migration takes every head first); waits out a migration.
+  template <class Table, class F>
+  auto update(const std::atomic<Table*>& current, std::uint64_t h, F&& f) {
     sync::SpinWait wait;
     for (;;) {
-      Table* table = current_.load(std::memory_order_acquire);
-      Bucket& head = table->head(h);
+      Table* table = current.load(std::memory_order_acquire);
+      auto& head = table->head(h);
       std::uint64_t state = head.lock.load(std::memory_order_relaxed);
       if (state == kFree &&
           head.lock.compare_exchange_weak(state, kLocked, std::memory_order_acquire)) {
@@ -204,110 +33,31 @@ class ClhtLb {
         head.lock.store(kFree, std::memory_order_release);
         return result;
       }
-      wait.wait();  // held, or migrated: then the next load of current_ finds the new table
+      wait.wait();  // held, or migrated: then the next load of current finds the new table
     }
   }
 
-  Status put(std::uint64_t key, std::uint64_t value, bool assign) {
-    check(key);
-    const std::uint64_t h = hash(key);
-    bool chained = false;
-    Table* chained_in = nullptr;
-    const Status status = with_locked_head(h, [&](Bucket& head, Table& table) {
-      std::atomic<std::uint64_t>* empty_key = nullptr;
-      std::atomic<std::uint64_t>* empty_value = nullptr;
-      Bucket* last = &head;
-      for (Bucket* b = &head; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
-        last = b;
-        for (unsigned s = 0; s < kSlots; ++s) {
-          const std::uint64_t k = b->key[s].load(std::memory_order_relaxed);
-          if (k == key) {
-            if (assign) b->value[s].store(value, std::memory_order_release);
-            return Status::kExists;
-          }
-          if (k == 0 && empty_key == nullptr) {
-            empty_key = &b->key[s];
-            empty_value = &b->value[s];
-          }
-        }
-      }
-      if (empty_key == nullptr) {  // chain a new bucket, its first slot filled before linking
-        auto* added = new Bucket;
-        added->value[0].store(value, std::memory_order_relaxed);
-        added->key[0].store(key, std::memory_order_relaxed);
-        last->next.store(added, std::memory_order_release);
-        table.overflow.fetch_add(1, std::memory_order_relaxed);
-        chained = true;
-        chained_in = &table;
-      } else {
-        empty_value->store(value, std::memory_order_release);
-        empty_key->store(key, std::memory_order_release);
-      }
-      items_.add(1);
-      return Status::kOk;
-    });
-    if (chained && size() > kItemsPerBucket * chained_in->buckets) resize(chained_in);
-    return status;
-  }
-
-  // Doubles `from` if it is still the current table and no other thread is resizing.
-  void resize(Table* from) {
-    const std::unique_lock guard(resize_lock_, std::try_to_lock);
-    if (!guard.owns_lock() || current_.load(std::memory_order_acquire) != from) return;
-    if (2 * from->buckets > kMaxBuckets) return;  // at the limit: chains grow instead
-    const auto start = std::chrono::steady_clock::now();
-    auto to = std::make_unique<Table>(2 * from->buckets);
-    for (std::uint64_t i = 0; i < from->buckets; ++i) {
-      Bucket& head = from->heads[i];
+  // Each head locked for good (kMigrated), then copied; then publish().
+  template <class Table, class Copy, class Publish>
+  void migrate(Table& from, Copy&& copy, Publish&& publish) {
+    for (std::uint64_t i = 0; i < from.buckets; ++i) {
+      auto& head = from.heads[i];
       sync::SpinWait wait;
       for (std::uint64_t state = kFree;
            !head.lock.compare_exchange_weak(state, kMigrated, std::memory_order_acquire);
            state = kFree) {
         wait.wait();
       }
-      for (const Bucket* b = &head; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
-        for (unsigned s = 0; s < kSlots; ++s) {
-          const std::uint64_t k = b->key[s].load(std::memory_order_relaxed);
-          if (k != 0) place(*to, k, b->value[s].load(std::memory_order_relaxed));
-        }
-      }
+      copy(head);
     }
-    current_.store(to.get(), std::memory_order_release);  // every copy before the publication
-    tables_.push_back(std::move(to));
-    resizes_.fetch_add(1, std::memory_order_relaxed);
-    resize_ns_.fetch_add(
-        static_cast<std::uint64_t>(
-            std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count()),
-        std::memory_order_relaxed);
+    publish();
   }
 
-  // Into a table no other thread sees yet.
-  static void place(Table& table, std::uint64_t key, std::uint64_t value) {
-    Bucket* b = &table.head(hash(key));
-    for (;;) {
-      for (unsigned s = 0; s < kSlots; ++s) {
-        if (b->key[s].load(std::memory_order_relaxed) == 0) {
-          b->value[s].store(value, std::memory_order_relaxed);
-          b->key[s].store(key, std::memory_order_relaxed);
-          return;
-        }
-      }
-      Bucket* next = b->next.load(std::memory_order_relaxed);
-      if (next == nullptr) {
-        next = new Bucket;
-        b->next.store(next, std::memory_order_relaxed);
-        table.overflow.fetch_add(1, std::memory_order_relaxed);
-      }
-      b = next;
-    }
-  }
-
-  std::atomic<Table*> current_;
-  mutable std::mutex resize_lock_;              // one resize at a time; guards tables_
-  std::vector<std::unique_ptr<Table>> tables_;  // every table, the current one last
-  detail::ShardedCounter items_;
-  std::atomic<std::uint64_t> resizes_{0};
-  std::atomic<std::uint64_t> resize_ns_{0};
+  static constexpr bool speculative() noexcept { return false; }
 };
+
+}  // namespace clht
+
+using ClhtLb = BasicClht<clht::BucketLocks>;
 
 }  // namespace ccf

@@ -1,0 +1,114 @@
+// HTM-CLHT (include/ccf/tables/htm_clht.hpp) without TSX: the elided update paths run on the
+// scripted SimulatedBackend -- sections commit as transactions, retry retryable aborts, and fall
+// back to the lock on the others -- and every outcome leaves the same table a model predicts.
+// The concurrent contract (model, churn, linearizability) of every variant, on the machine's
+// real backend, is in hash_table_contract_test.cpp.
+#include "ccf/tables/htm_clht.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <unordered_map>
+
+#include "ccf/sync/simulated_backend.hpp"
+
+namespace {
+
+using ccf::Status;
+using ccf::sync::SimulatedBackend;
+using ccf::sync::TxStatus;
+
+using FineSimulated = ccf::BasicClht<ccf::clht::BucketElided<SimulatedBackend>>;
+using GlobalSimulated = ccf::HtmClht<ccf::sync::SlrElision<ccf::sync::McsLock, SimulatedBackend>>;
+
+// Random updates and lookups against a map; returns how many updates ran.
+template <class Table>
+std::uint64_t agree_with_a_map(Table& table, unsigned seed) {
+  std::unordered_map<std::uint64_t, std::uint64_t> model;
+  std::mt19937_64 rng(seed);
+  std::uint64_t updates = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const std::uint64_t key = 1 + rng() % 300;
+    switch (rng() % 3) {
+      case 0:
+        EXPECT_EQ(table.insert_or_assign(key, i),
+                  model.contains(key) ? Status::kExists : Status::kOk);
+        model[key] = static_cast<std::uint64_t>(i);
+        ++updates;
+        break;
+      case 1:
+        EXPECT_EQ(table.erase(key), model.erase(key) ? Status::kOk : Status::kNotFound);
+        ++updates;
+        break;
+      default: {
+        const auto it = model.find(key);
+        EXPECT_EQ(table.find(key),
+                  it == model.end() ? std::nullopt : std::optional<std::uint64_t>(it->second));
+      }
+    }
+  }
+  EXPECT_EQ(table.size(), model.size());
+  return updates;
+}
+
+TEST(HtmClhtFine, EveryUpdateCommitsAsATransactionWhenNothingAborts) {
+  FineSimulated table(4);  // small: resizes (under the bucket locks) happen too
+  const std::uint64_t updates = agree_with_a_map(table, 1);
+  SimulatedBackend& rtm = table.writers().backend();
+  EXPECT_TRUE(table.speculative());
+  EXPECT_EQ(rtm.begins(), updates);
+  EXPECT_EQ(rtm.commits(), updates);
+  EXPECT_GE(table.resizes(), 3u);
+}
+
+TEST(HtmClhtFine, RetryableAbortsAreRetriedAndOthersFallBackToTheBucketLock) {
+  FineSimulated table(64);
+  SimulatedBackend& rtm = table.writers().backend();
+  // Three conflicts, then a commit: one insert, four attempts.
+  rtm.script({TxStatus::aborted(TxStatus::kConflict | TxStatus::kRetry),
+              TxStatus::aborted(TxStatus::kConflict), TxStatus::aborted(TxStatus::kRetry)});
+  ASSERT_EQ(table.insert(7, 70), Status::kOk);
+  EXPECT_EQ(rtm.begins(), 4u);
+  EXPECT_EQ(rtm.commits(), 1u);
+  // A capacity abort cannot be cured by retrying: straight to the lock, and the update holds.
+  rtm.script({TxStatus::aborted(TxStatus::kCapacity)});
+  ASSERT_EQ(table.insert(8, 80), Status::kOk);
+  EXPECT_EQ(rtm.begins(), 5u);
+  EXPECT_EQ(rtm.commits(), 1u);
+  // Ten retryable aborts exhaust the attempts: the lock again.
+  rtm.script({}, TxStatus::aborted(TxStatus::kConflict));
+  ASSERT_EQ(table.erase(7), Status::kOk);
+  EXPECT_EQ(rtm.begins(), 15u);
+  EXPECT_EQ(table.find(7), std::nullopt);
+  EXPECT_EQ(table.find(8), 80u);
+  EXPECT_EQ(table.size(), 1u);
+}
+
+TEST(HtmClhtFine, WithoutRtmItIsTheBucketLockedTable) {
+  FineSimulated table(4);
+  table.writers().backend().set_available(false);
+  agree_with_a_map(table, 2);
+  EXPECT_FALSE(table.speculative());
+  EXPECT_EQ(table.writers().backend().begins(), 0u);
+}
+
+TEST(HtmClht, GlobalLockElidedUpdatesAndResizesKeepTheTableRight) {
+  GlobalSimulated table(4);
+  const std::uint64_t updates = agree_with_a_map(table, 3);
+  SimulatedBackend& rtm = table.writers().elision().backend();
+  EXPECT_TRUE(table.speculative());
+  EXPECT_EQ(rtm.commits(), updates + table.resizes());  // every section committed
+  EXPECT_GE(table.resizes(), 3u);
+}
+
+TEST(HtmClht, AbortedSectionsFallBackToTheGlobalLock) {
+  GlobalSimulated table(4);
+  SimulatedBackend& rtm = table.writers().elision().backend();
+  rtm.script({}, TxStatus::aborted(TxStatus::kCapacity));  // nothing ever commits
+  agree_with_a_map(table, 4);
+  EXPECT_EQ(rtm.commits(), 0u);
+  EXPECT_GT(rtm.begins(), 0u);
+}
+
+}  // namespace
