@@ -1,7 +1,7 @@
 // What is particular to ClhtLf (include/ccf/tables/clht_lf.hpp): keys that all hash into one
 // chain (a degenerate hash must neither livelock nor grow the table without end, as the
 // reference design's single-bucket resize does), the race between inserts of one key into one
-// chain, its table limit and its reserved key. The contract it shares with every table (model,
+// chain, and its reserved key. The contract it shares with every table (model,
 // churn through resizes, linearizability) is tested in hash_table_contract_test.cpp.
 #include "ccf/tables/clht_lf.hpp"
 
@@ -95,15 +95,11 @@ TEST(ClhtLf, RacingInsertsOfOneKeyNeverDuplicateIt) {
   EXPECT_EQ(table.size(), 0u) << present << " keys were present";
 }
 
-TEST(ClhtLf, ZeroKeyAndAbsurdCapacityAreRefused) {
-  for (const std::size_t capacity : {std::size_t{1} << 63, ~std::size_t{0}}) {
-    EXPECT_THROW(ClhtLf{capacity}, std::invalid_argument) << capacity;
-  }
+TEST(ClhtLf, ZeroKeyIsRefused) {
   ClhtLf table(4);
   EXPECT_THROW(static_cast<void>(table.insert(0, 1)), std::invalid_argument);
   EXPECT_THROW(static_cast<void>(table.find(0)), std::invalid_argument);
   EXPECT_THROW(static_cast<void>(table.erase(0)), std::invalid_argument);
-  EXPECT_THROW(table.reserve(~std::size_t{0}), std::invalid_argument);
   EXPECT_EQ(table.size(), 0u);
 }
 

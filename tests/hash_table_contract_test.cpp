@@ -11,9 +11,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -90,6 +93,26 @@ TYPED_TEST(HashTableContract, ReserveMakesRoomWithoutLaterResizes) {
   EXPECT_EQ(table.resizes(), resized) << "inserts within the reserved capacity resized";
   EXPECT_EQ(table.size(), 10'000u);
   EXPECT_GT(table.memory_bytes(), 16u * 10'000) << "less than the pairs themselves";
+}
+
+// Capacities beyond the table limit are refused with an error that names the limit, and a
+// reserve() that fails changes nothing.
+TYPED_TEST(HashTableContract, AbsurdCapacityIsRefusedAndChangesNothing) {
+  for (const std::size_t capacity : {std::size_t{1} << 63, ~std::size_t{0}}) {
+    EXPECT_THROW(TypeParam{capacity}, std::invalid_argument) << capacity;
+  }
+  TypeParam table(100);
+  ASSERT_EQ(table.insert(7, 70), Status::kOk);
+  const std::size_t buckets = table.bucket_count();
+  try {
+    table.reserve(~std::size_t{0});
+    ADD_FAILURE() << "reserve accepted an impossible capacity";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("table limit"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(table.bucket_count(), buckets);
+  EXPECT_EQ(table.find(7), 70u);
+  EXPECT_EQ(table.size(), 1u);
 }
 
 // A global FIFO (MCS) lock with more threads than cores hands itself to waiters that are not

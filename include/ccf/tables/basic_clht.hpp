@@ -75,11 +75,11 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
-#include <vector>
 
 #include "ccf/detail/clht_sizing.hpp"
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/sharded_counter.hpp"
+#include "ccf/detail/table_generations.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 #include "ccf/sync/spin_wait.hpp"
@@ -99,15 +99,14 @@ class BasicClht {
   // Room for `capacity` items at the resize threshold (3 per bucket) without resizing. Throws
   // std::invalid_argument if that needs more than 2^40 head buckets (64 TiB), the library's
   // table limit; reserve() likewise, changing nothing.
-  explicit BasicClht(std::size_t capacity = 1024) : current_(new Table(buckets_for(capacity))) {
-    tables_.emplace_back(current_.load(std::memory_order_relaxed));
-  }
+  explicit BasicClht(std::size_t capacity = 1024)
+      : tables_(std::make_unique<Table>(buckets_for(capacity))) {}
   BasicClht(const BasicClht&) = delete;
   BasicClht& operator=(const BasicClht&) = delete;
 
   std::optional<std::uint64_t> find(std::uint64_t key) const {
     check(key);
-    const Table& table = *current_.load(std::memory_order_acquire);
+    const Table& table = *tables_.current();
     for (const Bucket* b = &table.head(hash(key)); b != nullptr;
          b = b->next.load(std::memory_order_acquire)) {
       for (unsigned s = 0; s < kSlots; ++s) {
@@ -128,7 +127,7 @@ class BasicClht {
   Status erase(std::uint64_t key) {
     check(key);
     const std::uint64_t h = hash(key);
-    return writers_.update(current_, h, [&](Bucket& head, Table&) {
+    return writers_.update(tables_, h, [&](Bucket& head, Table&) {
       for (Bucket* b = &head; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
         for (unsigned s = 0; s < kSlots; ++s) {
           if (b->key[s].load(std::memory_order_relaxed) == key) {
@@ -144,32 +143,23 @@ class BasicClht {
 
   // Exact when no update is in flight.
   std::size_t size() const noexcept { return static_cast<std::size_t>(items_.value()); }
-  std::size_t bucket_count() const noexcept {
-    return current_.load(std::memory_order_acquire)->buckets;
-  }
+  std::size_t bucket_count() const noexcept { return tables_.current()->buckets; }
   // Slots in the current table's head buckets (chains hold more).
   std::size_t capacity() const noexcept { return kSlots * bucket_count(); }
   // Grows the table (if needed) so that `capacity` items fit without a resize.
   void reserve(std::size_t capacity) {
-    while (bucket_count() < buckets_for(capacity)) resize(current_.load(std::memory_order_acquire));
+    while (bucket_count() < buckets_for(capacity)) resize(tables_.current());
   }
   // Resizes done so far, and the time they took in all (the cost the benchmarks report).
-  std::uint64_t resizes() const noexcept { return resizes_.load(std::memory_order_relaxed); }
-  std::uint64_t resize_nanoseconds() const noexcept {
-    return resize_ns_.load(std::memory_order_relaxed);
-  }
+  std::uint64_t resizes() const noexcept { return tables_.resizes(); }
+  std::uint64_t resize_nanoseconds() const noexcept { return tables_.resize_nanoseconds(); }
   // True when updates run as hardware transactions (RTM present and the policy elides).
   bool speculative() const noexcept { return writers_.speculative(); }
   // The writers' policy (its locks, for statistics).
   Writers& writers() noexcept { return writers_; }
 
   // Buckets (head and overflow) of every table still held, and the map object.
-  std::size_t memory_bytes() const {
-    const std::lock_guard guard(resize_lock_);
-    std::size_t bytes = sizeof(*this);
-    for (const auto& table : tables_) bytes += table->memory_bytes();
-    return bytes;
-  }
+  std::size_t memory_bytes() const { return tables_.memory_bytes() + sizeof(*this); }
 
  private:
   struct alignas(64) Bucket {
@@ -223,7 +213,7 @@ class BasicClht {
     const std::uint64_t h = hash(key);
     bool chained = false;
     Table* chained_in = nullptr;
-    const Status status = writers_.update(current_, h, [&](Bucket& head, Table& table) {
+    const Status status = writers_.update(tables_, h, [&](Bucket& head, Table& table) {
       chained = false;  // a transaction's section may run again
       std::atomic<std::uint64_t>* empty_key = nullptr;
       std::atomic<std::uint64_t>* empty_value = nullptr;
@@ -264,7 +254,7 @@ class BasicClht {
   // Doubles `from` if it is still the current table and no other thread is resizing.
   void resize(Table* from) {
     const std::unique_lock guard(resize_lock_, std::try_to_lock);
-    if (!guard.owns_lock() || current_.load(std::memory_order_acquire) != from) return;
+    if (!guard.owns_lock() || tables_.current() != from) return;
     if (2 * from->buckets > kMaxBuckets) return;  // at the limit: chains grow instead
     const auto start = std::chrono::steady_clock::now();
     auto to = std::make_unique<Table>(2 * from->buckets);
@@ -278,13 +268,7 @@ class BasicClht {
             }
           }
         },
-        [&] { current_.store(to.get(), std::memory_order_release); });  // after every copy
-    tables_.push_back(std::move(to));
-    resizes_.fetch_add(1, std::memory_order_relaxed);
-    resize_ns_.fetch_add(
-        static_cast<std::uint64_t>(
-            std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count()),
-        std::memory_order_relaxed);
+        [&] { tables_.publish(std::move(to), start); });  // after every copy
   }
 
   // Into a table no other thread sees yet.
@@ -308,13 +292,10 @@ class BasicClht {
     }
   }
 
-  std::atomic<Table*> current_;
+  detail::TableGenerations<Table> tables_;
   [[no_unique_address]] Writers writers_;
-  mutable std::mutex resize_lock_;              // one resize at a time; guards tables_
-  std::vector<std::unique_ptr<Table>> tables_;  // every table, the current one last
+  std::mutex resize_lock_;  // one resize at a time
   detail::ShardedCounter items_;
-  std::atomic<std::uint64_t> resizes_{0};
-  std::atomic<std::uint64_t> resize_ns_{0};
 };
 
 }  // namespace ccf

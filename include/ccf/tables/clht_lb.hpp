@@ -18,13 +18,13 @@ class BucketLocks {
  public:
   static constexpr std::string_view kName = "ClhtLb";
 
-  // f(head, table) with h's head locked in the current table (which stays current while one of
+  // f(head, table) with h's head locked in tables.current() (which stays current while one of
   // its heads is held: a migration takes every head first); waits out a migration.
-  template <class Table, class F>
-  auto update(const std::atomic<Table*>& current, std::uint64_t h, F&& f) {
+  template <class Tables, class F>
+  auto update(const Tables& tables, std::uint64_t h, F&& f) {
     sync::SpinWait wait;
     for (;;) {
-      Table* table = current.load(std::memory_order_acquire);
+      auto* table = tables.current();
       auto& head = table->head(h);
       std::uint64_t state = head.lock.load(std::memory_order_relaxed);
       if (state == kFree &&

@@ -68,11 +68,11 @@
 #include <new>
 #include <optional>
 #include <type_traits>
-#include <vector>
 
 #include "ccf/detail/clht_sizing.hpp"
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/sharded_counter.hpp"
+#include "ccf/detail/table_generations.hpp"
 #include "ccf/status.hpp"
 #include "ccf/sync/spin_wait.hpp"
 
@@ -87,9 +87,7 @@ class ClhtLf {
   // Throws std::invalid_argument beyond the 64 TiB table limit; reserve() likewise, changing
   // nothing.
   explicit ClhtLf(std::size_t capacity = 1024)
-      : current_(new Table(detail::ClhtSizing::buckets_for(capacity, "ClhtLf"))) {
-    tables_.emplace_back(current_.load(std::memory_order_relaxed));
-  }
+      : tables_(std::make_unique<Table>(detail::ClhtSizing::buckets_for(capacity, "ClhtLf"))) {}
   ClhtLf(const ClhtLf&) = delete;
   ClhtLf& operator=(const ClhtLf&) = delete;
 
@@ -97,7 +95,7 @@ class ClhtLf {
     check(key);
     const std::uint64_t h = detail::ClhtSizing::hash(key);
     for (;;) {
-      const Bucket& head = current_.load(std::memory_order_acquire)->head(h);
+      const Bucket& head = tables_.current()->head(h);
       const std::uint64_t s = head.snapshot.load(std::memory_order_acquire);
       const std::optional<SlotRef> slot = find_valid(head, s, key);
       const std::uint64_t value =
@@ -119,7 +117,7 @@ class ClhtLf {
     check(key);
     const std::uint64_t h = detail::ClhtSizing::hash(key);
     for (;;) {
-      Table* table = current_.load(std::memory_order_acquire);
+      Table* table = tables_.current();
       Bucket& head = table->head(h);
       std::uint64_t s = head.snapshot.load(std::memory_order_acquire);
       if (s & kFrozen) {
@@ -142,29 +140,20 @@ class ClhtLf {
 
   // Exact when no update is in flight.
   std::size_t size() const noexcept { return static_cast<std::size_t>(items_.value()); }
-  std::size_t bucket_count() const noexcept {
-    return current_.load(std::memory_order_acquire)->buckets;
-  }
+  std::size_t bucket_count() const noexcept { return tables_.current()->buckets; }
   // Slots in the current table's head buckets (chains hold more).
   std::size_t capacity() const noexcept { return kSlots * bucket_count(); }
   // Grows the table (if needed) so that `capacity` items fit without a resize.
   void reserve(std::size_t capacity) {
     while (bucket_count() < detail::ClhtSizing::buckets_for(capacity, "ClhtLf")) {
-      if (!resize(current_.load(std::memory_order_acquire), true)) break;  // at the limit
+      if (!resize(tables_.current(), true)) break;  // at the limit
     }
   }
   // Resizes done so far, and the time they took in all (the cost the benchmarks report).
-  std::uint64_t resizes() const noexcept { return resizes_.load(std::memory_order_relaxed); }
-  std::uint64_t resize_nanoseconds() const noexcept {
-    return resize_ns_.load(std::memory_order_relaxed);
-  }
+  std::uint64_t resizes() const noexcept { return tables_.resizes(); }
+  std::uint64_t resize_nanoseconds() const noexcept { return tables_.resize_nanoseconds(); }
   // Head buckets and overflow buckets in use, of every table still held, and the map object.
-  std::size_t memory_bytes() const {
-    const std::lock_guard guard(resize_lock_);
-    std::size_t bytes = sizeof(*this);
-    for (const auto& table : tables_) bytes += table->memory_bytes();
-    return bytes;
-  }
+  std::size_t memory_bytes() const { return tables_.memory_bytes() + sizeof(*this); }
 
  private:
   using Word = std::atomic<std::uint64_t>;
@@ -294,7 +283,7 @@ class ClhtLf {
     check(key);
     const std::uint64_t h = detail::ClhtSizing::hash(key);
     for (;;) {
-      Table* table = current_.load(std::memory_order_acquire);
+      Table* table = tables_.current();
       Bucket& head = table->head(h);
       if (head.snapshot.load(std::memory_order_acquire) & kFrozen) {
         wait_for_successor(table);
@@ -360,7 +349,7 @@ class ClhtLf {
 
   void wait_for_successor(const Table* table) const noexcept {
     sync::SpinWait wait;
-    while (current_.load(std::memory_order_acquire) == table) wait.wait();
+    while (tables_.current() == table) wait.wait();
   }
 
   // Doubles `from` if it is still the current table. If another thread is resizing, waits for
@@ -372,7 +361,7 @@ class ClhtLf {
       if (wait) wait_for_successor(from);
       return true;
     }
-    if (current_.load(std::memory_order_acquire) != from) return true;
+    if (tables_.current() != from) return true;
     if (2 * from->buckets > detail::ClhtSizing::kMaxBuckets) return false;
     const auto start = std::chrono::steady_clock::now();
     std::unique_ptr<Table> to;
@@ -382,13 +371,7 @@ class ClhtLf {
         if (!copy_chain(from->heads[i], *to)) to.reset();  // a chain overflowed: larger
       }
     }
-    current_.store(to.get(), std::memory_order_release);  // every copy before the publication
-    tables_.push_back(std::move(to));
-    resizes_.fetch_add(1, std::memory_order_relaxed);
-    resize_ns_.fetch_add(
-        static_cast<std::uint64_t>(
-            std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count()),
-        std::memory_order_relaxed);
+    tables_.publish(std::move(to), start);  // every copy before the publication
     return true;
   }
 
@@ -424,12 +407,9 @@ class ClhtLf {
     return true;
   }
 
-  std::atomic<Table*> current_;
-  mutable std::mutex resize_lock_;              // one resize at a time; guards tables_
-  std::vector<std::unique_ptr<Table>> tables_;  // every table, the current one last
+  detail::TableGenerations<Table> tables_;
+  std::mutex resize_lock_;  // one resize at a time
   detail::ShardedCounter items_;
-  std::atomic<std::uint64_t> resizes_{0};
-  std::atomic<std::uint64_t> resize_ns_{0};
 };
 
 }  // namespace ccf

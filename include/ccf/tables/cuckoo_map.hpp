@@ -72,12 +72,12 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
-#include <vector>
 
 #include "ccf/detail/addressing.hpp"
 #include "ccf/detail/bit_lanes.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/page_buffer.hpp"
+#include "ccf/detail/table_generations.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 #include "ccf/sync/seq_stripes.hpp"
@@ -101,16 +101,13 @@ class CuckooMap {
       : hash_(std::move(hash)),
         equal_(std::move(equal)),
         stripes_(stripes_for(buckets_for(capacity))),
-        current_(new Table(buckets_for(capacity))) {
-    tables_.emplace_back(current_.load(std::memory_order_relaxed));
-    table_bytes_.store(tables_.back()->memory_bytes(), std::memory_order_relaxed);
-  }
+        tables_(std::make_unique<Table>(buckets_for(capacity))) {}
   CuckooMap(const CuckooMap&) = delete;
   CuckooMap& operator=(const CuckooMap&) = delete;
 
   std::optional<Value> find(const Key& key) const {
     const std::uint64_t h = hash(key);
-    const Table& table = *current_.load(std::memory_order_acquire);
+    const Table& table = *tables_.current();
     const detail::Location at = table.locate(h);
     table.prefetch(at.primary);  // the buckets' misses start before the stripes are read
     table.prefetch(at.alternate);
@@ -140,26 +137,22 @@ class CuckooMap {
 
   // Exact when no update is in flight.
   std::size_t size() const noexcept { return stripes_.items(); }
-  std::size_t bucket_count() const noexcept {
-    return current_.load(std::memory_order_acquire)->buckets;
-  }
+  std::size_t bucket_count() const noexcept { return tables_.current()->buckets; }
   // Slots in the current table.
   std::size_t capacity() const noexcept { return bucket_count() * kSlots; }
   // Grows the table (if needed) so that `capacity` items fit at the sizing load.
   void reserve(std::size_t capacity) {
     const std::uint64_t buckets = buckets_for(capacity);
-    while (bucket_count() < buckets) grow(current_.load(std::memory_order_acquire), buckets);
+    while (bucket_count() < buckets) grow(tables_.current(), buckets);
   }
   std::size_t stripe_count() const noexcept { return stripes_.count(); }
   // Resizes done so far, and the time they took in all (the cost the benchmarks report).
-  std::uint64_t resizes() const noexcept { return resizes_.load(std::memory_order_relaxed); }
-  std::uint64_t resize_nanoseconds() const noexcept {
-    return resize_ns_.load(std::memory_order_relaxed);
-  }
+  std::uint64_t resizes() const noexcept { return tables_.resizes(); }
+  std::uint64_t resize_nanoseconds() const noexcept { return tables_.resize_nanoseconds(); }
   // Every table still held (the current one and the ones lookups may still read), the stripes
   // and the map object.
-  std::size_t memory_bytes() const noexcept {
-    return table_bytes_.load(std::memory_order_relaxed) + stripes_.memory_bytes() + sizeof(*this);
+  std::size_t memory_bytes() const {
+    return tables_.memory_bytes() + stripes_.memory_bytes() + sizeof(*this);
   }
 
  private:
@@ -319,13 +312,13 @@ class CuckooMap {
   template <class F>
   auto locked(std::uint64_t h, F&& f) {
     for (;;) {
-      Table& table = *current_.load(std::memory_order_acquire);
+      Table& table = *tables_.current();
       const detail::Location at = table.locate(h);
       table.prefetch(at.primary);  // the buckets' misses overlap with taking the locks
       table.prefetch(at.alternate);
       const sync::SeqStripes::Guard guard(stripes_, at.primary, at.alternate);
-      // A resize holds every stripe while it swaps tables: under ours, current_ is stable.
-      if (current_.load(std::memory_order_relaxed) == &table) return f(table, at);
+      // A resize holds every stripe while it swaps tables: under ours, the current table stays.
+      if (tables_.is_current(&table)) return f(table, at);
     }
   }
 
@@ -378,14 +371,13 @@ class CuckooMap {
       const detail::CuckooPathStep& from = path.steps[step - 1];
       const std::uint64_t to = path.steps[step].bucket;
       const sync::SeqStripes::Guard guard(stripes_, from.bucket, to);
-      if (current_.load(std::memory_order_relaxed) != &table ||
-          !table.move({from.bucket, from.slot}, from.fp, to)) {
+      if (!tables_.is_current(&table) || !table.move({from.bucket, from.slot}, from.fp, to)) {
         return std::nullopt;
       }
     }
     const detail::CuckooPathStep& root = path.steps[0];
     const sync::SeqStripes::Guard guard(stripes_, at.primary, at.alternate, path.steps[1].bucket);
-    if (current_.load(std::memory_order_relaxed) != &table) return std::nullopt;
+    if (!tables_.is_current(&table)) return std::nullopt;
     if (const auto slot = table.find(at, key, equal_)) {  // inserted meanwhile by another thread
       if (assign) table.assign(*slot, value);
       return Status::kExists;
@@ -400,19 +392,10 @@ class CuckooMap {
   // should its items not all fit). Blocks every operation but finds meanwhile.
   void grow(Table* from, std::uint64_t buckets) {
     const sync::SeqStripes::AllGuard all(stripes_);
-    if (current_.load(std::memory_order_relaxed) != from || buckets <= from->buckets) return;
+    if (!tables_.is_current(from) || buckets <= from->buckets) return;
     const auto start = std::chrono::steady_clock::now();
-    auto to = rehash(*from, buckets);
-    // Release: every rehashed slot before the new table is seen (the unlocks publish it to
-    // writers as well).
-    current_.store(to.get(), std::memory_order_release);
-    table_bytes_.fetch_add(to->memory_bytes(), std::memory_order_relaxed);
-    tables_.push_back(std::move(to));
-    resizes_.fetch_add(1, std::memory_order_relaxed);
-    resize_ns_.fetch_add(
-        static_cast<std::uint64_t>(
-            std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count()),
-        std::memory_order_relaxed);
+    // Every rehashed slot before the new table is seen (the unlocks publish it to writers too).
+    tables_.publish(rehash(*from, buckets), start);
   }
 
   // Every item of `from` in a new table of `buckets` buckets (doubled again until they all fit).
@@ -458,11 +441,7 @@ class CuckooMap {
   [[no_unique_address]] Hash hash_;
   [[no_unique_address]] KeyEqual equal_;
   mutable sync::SeqStripes stripes_;
-  std::atomic<Table*> current_;
-  std::vector<std::unique_ptr<Table>> tables_;  // every table, the current one last (resize only)
-  std::atomic<std::size_t> table_bytes_{0};
-  std::atomic<std::uint64_t> resizes_{0};
-  std::atomic<std::uint64_t> resize_ns_{0};
+  detail::TableGenerations<Table> tables_;
 };
 
 }  // namespace ccf

@@ -54,11 +54,11 @@ class GlobalElided {
  public:
   static constexpr std::string_view kName = "HtmClht";
 
-  template <class Table, class F>
-  auto update(const std::atomic<Table*>& current, std::uint64_t h, F&& f) {
+  template <class Tables, class F>
+  auto update(const Tables& tables, std::uint64_t h, F&& f) {
     return elision_.write([&] {
       // Under the lock, or in a transaction subscribed to it: no migration runs meanwhile.
-      Table* table = current.load(std::memory_order_acquire);
+      auto* table = tables.current();
       return f(table->head(h), *table);
     });
   }
@@ -84,11 +84,11 @@ class BucketElided {
  public:
   static constexpr std::string_view kName = "HtmClhtFine";
 
-  template <class Table, class F>
-  auto update(const std::atomic<Table*>& current, std::uint64_t h, F&& f) {
+  template <class Tables, class F>
+  auto update(const Tables& tables, std::uint64_t h, F&& f) {
     if (backend_.available()) {
       for (unsigned attempt = 0; attempt < MaxRetries; ++attempt) {
-        Table* table = current.load(std::memory_order_acquire);
+        auto* table = tables.current();
         auto& head = table->head(h);
         if (!wait_while_locked(head)) break;  // migrated: the fallback waits for the new table
         sync::TxStatus status = backend_.begin();
@@ -104,7 +104,7 @@ class BucketElided {
         if (!sync::worth_retrying(status)) break;
       }
     }
-    return locks_.update(current, h, f);
+    return locks_.update(tables, h, f);
   }
 
   template <class Table, class Copy, class Publish>
