@@ -29,7 +29,7 @@ OVERSUBSCRIBED = ("clht-lf", "clht-lb", "htm-clht-mcs", "htm-clht-scm-ttas-opt")
 UPDATE_SENSITIVE = ("clht-lb", "clht-lf", "cuckoo-map", "tbb-hash-map", "libcuckoo-map",
                     "urcu-hash-table")
 DEFAULT_TABLES = (
-    "clht-lb clht-lf htm-clht-fine htm-clht-mcs htm-clht-scm-ttas-opt cuckoo-map "
+    "clht-lb clht-lf htm-clht-fine htm-clht-mcs htm-clht-scm-ttas-opt cuckoo-map hopscotch "
     "tbb-hash-map libcuckoo-map urcu-hash-table libcds-michael-map libcds-split-list-map "
     "libcds-feldman-map libcds-cuckoo-map"
 )

@@ -24,6 +24,7 @@
 #include "ccf/tables/clht_lb.hpp"
 #include "ccf/tables/clht_lf.hpp"
 #include "ccf/tables/cuckoo_map.hpp"
+#include "ccf/tables/hopscotch_map.hpp"
 #include "ccf/tables/htm_clht.hpp"
 #include "linearizability.hpp"
 #include "sanitizer_scale.hpp"
@@ -39,7 +40,8 @@ using Tables =
     ::testing::Types<ccf::ClhtLb, ccf::ClhtLf, ccf::HtmClhtFine, ccf::htm_clht::Mcs,
                      ccf::htm_clht::SlrMcs, ccf::htm_clht::HtmRetry, ccf::htm_clht::ScmTtasMcs,
                      ccf::htm_clht::SlrScmMcs, ccf::htm_clht::ScmTtasOpt,
-                     ccf::CuckooMap<std::uint64_t, std::uint64_t>>;
+                     ccf::CuckooMap<std::uint64_t, std::uint64_t>, ccf::HopscotchMap<32>,
+                     ccf::HopscotchMap<64>>;
 TYPED_TEST_SUITE(HashTableContract, Tables);
 
 TYPED_TEST(HashTableContract, AgreesWithAMapThroughEveryResize) {

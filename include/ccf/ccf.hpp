@@ -32,4 +32,5 @@
 #include "ccf/tables/clht_lb.hpp"
 #include "ccf/tables/clht_lf.hpp"
 #include "ccf/tables/cuckoo_map.hpp"
+#include "ccf/tables/hopscotch_map.hpp"
 #include "ccf/tables/htm_clht.hpp"

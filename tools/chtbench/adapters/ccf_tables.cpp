@@ -4,10 +4,13 @@
 //   htm-clht-<scheme>  HtmClht: one global lock elided with RTM by one of the thesis's six
 //                schemes (mcs, slr-mcs, htm-retry, scm-ttas-mcs, slr-scm-mcs, scm-ttas-opt)
 //   htm-clht-fine  HtmClhtFine: the bucket locks, each elided with RTM
+//   hopscotch, hopscotch-64  HopscotchMap<32 / 64>: neighbourhoods with hop bitmaps, segment
+//                seqlocks, store-free lookups, resize
 //   cuckoo-map  CuckooMap<u64, u64>: (2,4) cuckoo, striped locks, store-free lookups, resize
 #include <ccf/tables/clht_lb.hpp>
 #include <ccf/tables/clht_lf.hpp>
 #include <ccf/tables/cuckoo_map.hpp>
+#include <ccf/tables/hopscotch_map.hpp>
 #include <ccf/tables/htm_clht.hpp>
 #include <memory>
 #include <string>
@@ -74,6 +77,11 @@ void register_ccf_tables(Registry& r) {
                                        global("SCM, lazy subscription, over TTAS"));
   add_table<ccf::HtmClhtFine>(r, "htm-clht-fine",
                               "ccf HTM-CLHT, bucket locks each elided with RTM (" + rtm + ")");
+  add_table<ccf::HopscotchMap<32>>(
+      r, "hopscotch",
+      "ccf HopscotchMap<32>: hop bitmaps, segment seqlocks, store-free lookups, resize");
+  add_table<ccf::HopscotchMap<64>>(r, "hopscotch-64",
+                                   "ccf HopscotchMap<64>: the same, 64-bucket neighbourhoods");
   add_table<CuckooMap64>(
       r, "cuckoo-map",
       "ccf CuckooMap: (2,4) cuckoo, striped seqlocks, store-free lookups, BFS paths, resize");
