@@ -34,7 +34,7 @@ int style_of(const Series& s, std::size_t position) {
 }
 
 // Labels and legends are plain text (noenhanced); tic formats use enhanced text (10^{%L}).
-enum class Legend { kOutside, kShared, kNone };  // kShared: drawn in the reserved right column
+enum class Legend { kOutside, kShared, kNone, kBelow };  // kShared: in the reserved right column
 
 std::string panel_script(const Panel& p, int index, Legend legend) {
   std::string s;
@@ -51,6 +51,9 @@ std::string panel_script(const Panel& p, int index, Legend legend) {
       break;
     case Legend::kOutside:
       s += "set key outside right top vertical Left reverse noenhanced\n";
+      break;
+    case Legend::kBelow:
+      s += "set key outside below center vertical maxcols 2 Left reverse noenhanced\n";
       break;
   }
   s += "set xtics autofreq norotate\nset autoscale\nset yrange [0:*]\n";
@@ -123,12 +126,14 @@ bool render(const Figure& figure, const std::filesystem::path& dir) {
        "set linetype 9 lc rgb '#7f7f7f'\nset linetype cycle 9\n";
   if (figure.panels.size() > 1) {
     s += fmt::format(
-        "set multiplot layout {},{} margins 0.05, {}, 0.08, 0.9 spacing 0.07, 0.12 title {} "
+        "set multiplot layout {},{} margins 0.05, {}, {}, 0.9 spacing 0.07, 0.12 title {} "
         "noenhanced\n",
-        figure.rows, figure.cols, kLegendColumn - 0.02, gp_string(figure.title));
+        figure.rows, figure.cols, figure.legend_per_panel ? 0.98 : kLegendColumn - 0.02,
+        figure.legend_per_panel ? 0.4 : 0.08, gp_string(figure.title));
   }
   for (std::size_t i = 0; i < figure.panels.size(); ++i) {
     const Legend legend = figure.panels.size() == 1 ? Legend::kOutside
+                          : figure.legend_per_panel ? Legend::kBelow
                           : i == 0                  ? Legend::kShared
                                                     : Legend::kNone;
     s += panel_script(figure.panels[i], static_cast<int>(i), legend);

@@ -36,6 +36,9 @@ struct Figure {
   std::string title{};
   int rows = 1, cols = 1;
   int width = 1100, height = 650;
+  // Panels with different series: each its own key, below it, in the bottom 40% of the canvas
+  // (one row of panels).
+  bool legend_per_panel = false;
   std::vector<Panel> panels{};
 };
 

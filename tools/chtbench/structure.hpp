@@ -83,6 +83,7 @@ struct StructureTraits {
   bool erase = true;         // supports erase
   bool batched = false;      // has a native batched lookup
   bool stores = true;        // false only for `null`, which keeps nothing (no set invariants)
+  bool peer = false;         // another library's structure (plots group ccf's and the peers)
 };
 
 using StructureFactory = std::function<std::unique_ptr<Structure>(const StructureConfig&)>;

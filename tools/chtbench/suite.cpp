@@ -13,9 +13,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <variant>
 
@@ -159,14 +161,30 @@ std::vector<Result> results_of(const std::vector<Done>& done, const std::string&
   return out;
 }
 
-// One line series per structure (series title) over a numeric x.
+// The families the sweep figures give a panel each, so that no panel holds forty lines. The
+// `null` structure is left out of them (its cost is in every result as harness_ns_per_op, and
+// its rate would flatten every other line).
+enum class Family { kFilters, kTables, kPeers };
+constexpr std::array<std::pair<Family, const char*>, 3> kFamilies{
+    {{Family::kFilters, "filters"},
+     {Family::kTables, "ccf hash tables"},
+     {Family::kPeers, "peer hash tables"}}};
+std::optional<Family> family_of(const StructureInfo& info) {
+  if (!info.traits.stores) return std::nullopt;
+  if (info.traits.filter) return Family::kFilters;
+  return info.traits.peer ? Family::kPeers : Family::kTables;
+}
+
+// One line series per structure (series title) over a numeric x, for the structures of
+// `family` (every structure if none).
 template <class X, class Y>
 std::vector<Series> line_series(const std::vector<Done>& done, const std::string& experiment,
-                                X x_of, Y y_of) {
+                                X x_of, Y y_of, std::optional<Family> family = std::nullopt) {
   std::map<std::string, Series> by_title;
   std::vector<std::string> order;
   for (const Done& d : done) {
     if (d.job->experiment != experiment) continue;
+    if (family && family_of(*d.job->info) != family) continue;
     const auto& r = std::get<RunResult>(d.result);
     auto [it, fresh] =
         by_title.try_emplace(d.job->series, Series{d.job->series, {}, {}, d.job->style});
@@ -183,49 +201,65 @@ std::vector<Series> line_series(const std::vector<Done>& done, const std::string
 std::vector<Figure> sweep_figures(const std::vector<Done>& done, const Plan& plan) {
   std::vector<Figure> figures;
   const auto mops = [](const RunResult& r) { return r.throughput_mops; };
-  Panel threads{
-      .title =
-          fmt::format("Throughput vs threads (u = {}%, i = {}, r = 2i)", plan.update, plan.initial),
-      .xlabel = "threads (n)",
-      .ylabel = "throughput (Mops/s)",
-      .logx = plan.threads.size() > 2,
-      .series = line_series(
-          done, "threads", [](const RunResult& r) { return static_cast<double>(r.config.threads); },
-          mops)};
-  for (const unsigned n : plan.threads) threads.xtics.emplace_back(n, fmt::format("{}", n));
-  figures.push_back({.name = "throughput_vs_threads", .panels = {threads}});
-
-  figures.push_back(
-      {.name = "throughput_vs_update",
-       .panels = {
-           {.title = fmt::format("Throughput vs update ratio (i = {}, r = 2i)", plan.initial),
-            .xlabel = "updates (u, %): half insert, half erase",
-            .ylabel = "throughput (Mops/s)",
-            .series = line_series(
-                done, "update",
-                [](const RunResult& r) { return static_cast<double>(r.config.update_pct); },
-                mops)}}});
+  const auto threads_x = [](const RunResult& r) { return static_cast<double>(r.config.threads); };
+  const auto update_x = [](const RunResult& r) { return static_cast<double>(r.config.update_pct); };
+  Figure threads{.name = "throughput_vs_threads",
+                 .title = fmt::format("Throughput vs threads (u = {}%, i = {}, r = 2i)",
+                                      plan.update, plan.initial),
+                 .rows = 1,
+                 .cols = static_cast<int>(kFamilies.size()),
+                 .width = 2400,
+                 .height = 1100,
+                 .legend_per_panel = true};
+  Figure update{.name = "throughput_vs_update",
+                .title = fmt::format("Throughput vs update ratio (i = {}, r = 2i)", plan.initial),
+                .rows = 1,
+                .cols = static_cast<int>(kFamilies.size()),
+                .width = 2400,
+                .height = 1100,
+                .legend_per_panel = true};
+  for (const auto& [family, name] : kFamilies) {
+    Panel by_threads{.title = name,
+                     .xlabel = "threads (n)",
+                     .ylabel = "throughput (Mops/s)",
+                     .logx = plan.threads.size() > 2,
+                     .series = line_series(done, "threads", threads_x, mops, family)};
+    for (const unsigned n : plan.threads) by_threads.xtics.emplace_back(n, fmt::format("{}", n));
+    threads.panels.push_back(std::move(by_threads));
+    update.panels.push_back({.title = name,
+                             .xlabel = "updates (u, %): half insert, half erase",
+                             .ylabel = "throughput (Mops/s)",
+                             .series = line_series(done, "update", update_x, mops, family)});
+  }
+  figures.push_back(std::move(threads));
+  figures.push_back(std::move(update));
 
   const auto initial_x = [](const RunResult& r) { return static_cast<double>(r.config.initial); };
-  figures.push_back(
-      {.name = "throughput_vs_initial",
-       .title = fmt::format("Cache-size sweep (u = {}%, r = 2i)", plan.update),
-       .rows = 1,
-       .cols = 2,
-       .width = 1700,
-       .height = 620,
-       .panels = {{.title = "Throughput vs initial size",
-                   .xlabel = "initial items (i)",
-                   .ylabel = "throughput (Mops/s)",
-                   .logx = true,
-                   .series = line_series(done, "initial", initial_x, mops)},
-                  {.title = "Throughput / memory limit (2 random lines per op)",
-                   .xlabel = "initial items (i)",
-                   .ylabel = "ratio to limit_mops",
-                   .logx = true,
-                   .series = line_series(done, "initial", initial_x, [](const RunResult& r) {
-                     return r.throughput_mops / r.limit_mops;
-                   })}}});
+  const auto to_limit = [](const RunResult& r) { return r.throughput_mops / r.limit_mops; };
+  for (const bool ratio : {false, true}) {
+    Figure initial{
+        .name = ratio ? "throughput_to_limit_vs_initial" : "throughput_vs_initial",
+        .title = ratio ? fmt::format("Cache-size sweep (u = {}%, r = 2i): throughput / memory "
+                                     "limit (2 random lines per op)",
+                                     plan.update)
+                       : fmt::format("Cache-size sweep (u = {}%, r = 2i)", plan.update),
+        .rows = 1,
+        .cols = static_cast<int>(kFamilies.size()),
+        .width = 2400,
+        .height = 1100,
+        .legend_per_panel = true};
+    for (const auto& [family, name] : kFamilies) {
+      initial.panels.push_back(
+          {.title = name,
+           .xlabel = "initial items (i)",
+           .ylabel = ratio ? "ratio to limit_mops" : "throughput (Mops/s)",
+           .logx = true,
+           .series = ratio ? line_series(done, "initial", initial_x, to_limit, family)
+                           : line_series(done, "initial", initial_x, mops, family)});
+    }
+    figures.push_back(std::move(initial));
+  }
+
   return figures;
 }
 

@@ -471,7 +471,7 @@ class LibcdsSet final : public Structure {
 }  // namespace
 
 void register_libcds_maps(Registry& r) {
-  constexpr StructureTraits kTraits{.filter = false, .thread_safe = true};
+  constexpr StructureTraits kTraits{.filter = false, .thread_safe = true, .peer = true};
   r.add({"libcds-cuckoo-map",
          "libcds CuckooMap (lock striping, list probe sets; hashes std::hash + fmix64), as a set",
          kTraits, LibcdsSet<CuckooOps>::make});

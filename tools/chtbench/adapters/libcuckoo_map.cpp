@@ -28,7 +28,7 @@ struct LibcuckooOps {
 void register_libcuckoo_map(Registry& r) {
   r.add({"libcuckoo-map",
          "libcuckoo cuckoohash_map (striped locks, BFS paths, 4-slot buckets), as a set",
-         {.filter = false, .thread_safe = true},
+         {.filter = false, .thread_safe = true, .peer = true},
          MeteredSet<LibcuckooOps>::make});
 }
 

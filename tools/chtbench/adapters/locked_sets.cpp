@@ -60,7 +60,7 @@ StructureFactory factory() {
 }  // namespace
 
 void register_locked_sets(Registry& r) {
-  const StructureTraits traits{.filter = false, .thread_safe = true};
+  const StructureTraits traits{.filter = false, .thread_safe = true, .peer = true};
   r.add({"std-set-rwlock", "std::unordered_set behind a std::shared_mutex", traits,
          factory<StdSet>()});
   r.add({"absl-set-rwlock", "absl::flat_hash_set behind a std::shared_mutex", traits,

@@ -25,7 +25,7 @@ struct TbbOps {
 void register_tbb_hash_map(Registry& r) {
   r.add({"tbb-hash-map",
          "oneTBB tbb::concurrent_hash_map (per-bucket RW locks), as a set",
-         {.filter = false, .thread_safe = true},
+         {.filter = false, .thread_safe = true, .peer = true},
          MeteredSet<TbbOps>::make});
 }
 

@@ -165,7 +165,7 @@ class UrcuHashTable final : public Structure {
 void register_urcu_hash_table(Registry& r) {
   r.add({"urcu-hash-table",
          "liburcu lock-free resizable RCU hash table (rculfhash), as a set",
-         {.filter = false, .thread_safe = true},
+         {.filter = false, .thread_safe = true, .peer = true},
          [](const StructureConfig& c) { return std::make_unique<UrcuHashTable>(c); }});
 }
 
