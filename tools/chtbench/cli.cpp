@@ -143,6 +143,10 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                   "u: update percent, half inserts and half erases; the rest are lookups")
       ->transform(in_range(0u, 100u))
       ->capture_default_str();
+  run->add_option("--insert-pct", a.config.insert_pct,
+                  "inserts in percent of all operations, the rest of u erases (default u/2); "
+                  "e.g. -u 40 --insert-pct 35 grows the structure (the resize experiment)")
+      ->transform(in_range(0u, 100u));
   run->add_option("-i,--initial", a.config.initial,
                   "i: initial items, distinct keys of [1, r] chosen uniformly; at most r")
       ->transform(in_range(std::uint64_t{0}, kU64Max))

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <fstream>
@@ -108,6 +109,15 @@ std::string panel_script(const Panel& p, int index, Legend legend) {
     }
   }
   for (const std::string& f : p.functions) items.push_back(f);
+  const bool has_data = std::ranges::any_of(p.series, [&](const Series& ser) {
+    return !ser.y.empty() && (p.categories.empty() ? !ser.x.empty() : true);
+  });
+  if (!has_data && p.functions.empty()) {  // e.g. a family none of the chosen structures is in
+    return s +
+           "unset logscale\nset xrange [0:1]\nset yrange [0:1]\nunset xtics\n"
+           "set label 1 'no data' at graph 0.5, 0.5 center\nplot NaN notitle\n"
+           "unset label 1\nset xtics\nset autoscale xy\n";  // the next panel starts clean
+  }
   s += fmt::format("plot {}\n", fmt::join(items, ", \\\n     "));
   return s;
 }

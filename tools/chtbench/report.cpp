@@ -46,6 +46,7 @@ nlohmann::json to_json(const RunResult& r) {
       {"workload", r.workload},
       {"threads", c.threads},
       {"update_pct", c.update_pct},
+      {"insert_pct", c.insert_pct ? double(*c.insert_pct) : c.update_pct / 2.0},
       {"initial", c.initial},
       {"range", c.range},
       {"capacity", c.capacity},

@@ -6,6 +6,9 @@
 //   update   throughput vs u            (n = all hardware threads; sequential structures n = 1)
 //   initial  throughput vs i, r = 2i    (cache-size sweep; u = 10)
 //   latency  percentiles per class      (n as in `update`, u = 10)
+//   resize   growth under load: the hash tables start 90% full (capacity i / 0.9) and run
+//            35% inserts, 5% erases (u = 40), beside the same run sized for r (no growth
+//            needed); n as in `update`, i = plan.initial
 //   filter   bits/item, FPR, rates      (every filter x every fingerprint width)
 // The memory figure uses the largest point of the `initial` sweep.
 #include "suite.hpp"
@@ -29,6 +32,11 @@
 
 namespace chtbench {
 namespace {
+
+// The resize experiment's mix and starting density (the thesis's: 90% full, 35% insert, 5%
+// erase, so the tables keep growing).
+constexpr unsigned kResizeUpdate = 40, kResizeInsert = 35;
+constexpr std::uint64_t kResizeFillPercent = 90;
 
 struct Plan {
   std::vector<unsigned> threads;
@@ -123,6 +131,17 @@ std::vector<Job> make_jobs(const Plan& plan, const std::vector<std::string>& onl
     }
     add("latency", series,
         {.threads = n_main, .update_pct = plan.update, .initial = plan.initial, .latency = true});
+    if (!info.traits.filter && info.traits.stores) {
+      for (const std::uint64_t capacity :
+           {plan.initial * 100 / kResizeFillPercent, std::uint64_t{0}}) {  // 0: sized for r
+        add("resize", series,
+            {.threads = n_main,
+             .update_pct = kResizeUpdate,
+             .insert_pct = kResizeInsert,
+             .initial = plan.initial,
+             .capacity = capacity});
+      }
+    }
     if (info.traits.filter) {
       for (const unsigned f : plan.fp_bits) {
         jobs.push_back({"filter", info.name, &info, style,
@@ -135,8 +154,9 @@ std::vector<Job> make_jobs(const Plan& plan, const std::vector<std::string>& onl
 
 std::string describe(const Job& job) {
   if (const auto* c = std::get_if<RunConfig>(&job.config)) {
-    return fmt::format("{:<8} {:<26} n={} u={} i={}", job.experiment, job.info->name, c->threads,
-                       c->update_pct, c->initial);
+    return fmt::format("{:<8} {:<26} n={} u={} i={}{}", job.experiment, job.info->name, c->threads,
+                       c->update_pct, c->initial,
+                       c->capacity != 0 ? fmt::format(" capacity={}", c->capacity) : "");
   }
   const auto& f = std::get<FilterBenchConfig>(job.config);
   return fmt::format("{:<8} {:<26} f={} capacity={}", job.experiment, job.info->name, f.fp_bits,
@@ -345,10 +365,88 @@ Figure filter_fpr_figure(const std::vector<Done>& done, const Plan& plan) {
   return {.name = "filter_bits_vs_fpr", .panels = {fpr}};
 }
 
+// Whether a resize run started 90% full (else it was sized for r and never needs to grow).
+bool starts_nearly_full(const RunConfig& c) {
+  return c.capacity < c.range;
+}
+
+// The resize experiment: each table's throughput sized for r beside starting 90% full.
+Figure resize_figure(const std::vector<Done>& done, const Plan& plan) {
+  Panel resize{
+      .title = fmt::format("Resize: u = {}% ({}% insert, {}% erase), i = {}, r = 2i", kResizeUpdate,
+                           kResizeInsert, kResizeUpdate - kResizeInsert, plan.initial),
+      .xlabel = "",
+      .ylabel = "throughput (Mops/s)",
+      .series = {{"sized for r (no growth needed)", {}, {}},
+                 {fmt::format("starts {}% full (grows)", kResizeFillPercent), {}, {}}}};
+  std::map<std::string, std::array<double, 2>> by_table;
+  std::vector<std::string> order;
+  for (const Done& d : done) {
+    if (d.job->experiment != "resize") continue;
+    const auto& r = std::get<RunResult>(d.result);
+    auto [it, fresh] = by_table.try_emplace(d.job->series, std::array<double, 2>{0, 0});
+    if (fresh) order.push_back(d.job->series);
+    it->second[starts_nearly_full(r.config) ? 1 : 0] = r.throughput_mops;
+  }
+  for (const std::string& table : order) {
+    resize.categories.push_back(table);
+    for (std::size_t k = 0; k < 2; ++k) resize.series[k].y.push_back(by_table[table][k]);
+  }
+  return {.name = "resize", .width = 1700, .panels = {resize}};
+}
+
+// One row per table: both runs' throughput, their ratio, and the growth the nearly full run
+// went through (the structure's own resize count where it reports one, and its size).
+std::string resize_table(const std::vector<Done>& done) {
+  struct Row {
+    const RunResult* presized = nullptr;
+    const RunResult* grows = nullptr;
+  };
+  std::map<std::string, Row> rows;
+  std::vector<std::string> order;
+  for (const Done& d : done) {
+    if (d.job->experiment != "resize") continue;
+    const auto& r = std::get<RunResult>(d.result);
+    auto [it, fresh] = rows.try_emplace(d.job->series);
+    if (fresh) order.push_back(d.job->series);
+    (starts_nearly_full(r.config) ? it->second.grows : it->second.presized) = &r;
+  }
+  std::string out =
+      fmt::format("{:<26} {:>12} {:>12} {:>7} {:>8} {:>11} {:>11}\n", "structure", "sized for r",
+                  "from 90%", "ratio", "resizes", "items after", "B/item");
+  const auto mops = [](const RunResult* r) {
+    return r != nullptr ? fmt::format("{:.2f}", r->throughput_mops) : std::string("-");
+  };
+  for (const std::string& table : order) {
+    const Row& row = rows[table];
+    std::string resizes = "-", items = "-", bytes = "-", ratio = "-";
+    if (row.grows != nullptr) {
+      for (const EventCount& e : row.grows->events) {
+        if (e.name == "resizes") resizes = fmt::format("{}", e.value);
+      }
+      items = fmt::format("{}", row.grows->size_after);
+      if (row.grows->size_after != 0) {
+        bytes = fmt::format("{:.1f}", static_cast<double>(row.grows->memory_bytes) /
+                                          static_cast<double>(row.grows->size_after));
+      }
+      if (row.presized != nullptr) {
+        ratio = fmt::format("{:.2f}", row.grows->throughput_mops / row.presized->throughput_mops);
+      }
+    }
+    out += fmt::format("{:<26} {:>12} {:>12} {:>7} {:>8} {:>11} {:>11}\n", table,
+                       mops(row.presized), mops(row.grows), ratio, resizes, items, bytes);
+  }
+  out +=
+      "(Mops/s; ratio = from 90% / sized for r; resizes: the structure's own count in the "
+      "timed phase, where it reports one; items and B/item after the nearly full run)\n";
+  return out;
+}
+
 std::vector<Figure> make_figures(const std::vector<Done>& done, const Plan& plan) {
   std::vector<Figure> figures = sweep_figures(done, plan);
   figures.push_back(latency_figure(done, plan));
   figures.push_back(memory_figure(done, plan));
+  figures.push_back(resize_figure(done, plan));
   figures.push_back(filter_fpr_figure(done, plan));
   return figures;
 }
@@ -421,6 +519,14 @@ std::string summary(const std::vector<Done>& done, const Plan& plan) {
         {"initial", "Throughput vs initial size (cache-size sweep)"}}) {
     const auto runs = results_of<RunResult>(done, experiment);
     if (!runs.empty()) section(title, run_table(runs));
+  }
+  const auto resized = results_of<RunResult>(done, "resize");
+  if (!resized.empty()) {
+    section(fmt::format("Resize: {}% insert, {}% erase; capacity i / {:.2f} (starts {}% full) "
+                        "beside capacity r",
+                        kResizeInsert, kResizeUpdate - kResizeInsert, kResizeFillPercent / 100.0,
+                        kResizeFillPercent),
+            resize_table(done));
   }
   const auto lat = results_of<RunResult>(done, "latency");
   if (!lat.empty()) section("Latency per operation class", latency_table(lat));

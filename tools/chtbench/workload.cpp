@@ -60,9 +60,17 @@ RunConfig resolve(const StructureInfo& info, RunConfig c) {
                     info.name, c.threads));
   }
   if (c.update_pct > 100) throw UsageError("--update (u) is a percentage: 0 to 100");
-  if (c.update_pct > 0 && !info.traits.erase) {
+  if (c.insert_pct && *c.insert_pct > c.update_pct) {
+    throw UsageError(fmt::format(
+        "--insert-pct {} exceeds --update (u) {}: inserts are part of the updates, so it must "
+        "lie in [0, {}]",
+        *c.insert_pct, c.update_pct, c.update_pct));
+  }
+  const bool erases = c.insert_pct ? *c.insert_pct < c.update_pct : c.update_pct > 0;
+  if (erases && !info.traits.erase) {
     throw UsageError(
-        fmt::format("'{}' cannot erase, so it runs read-only: --update (u) must be 0, not {}",
+        fmt::format("'{}' cannot erase, so its updates must all be inserts: --update (u) must "
+                    "be 0, not {}, unless --insert-pct is u",
                     info.name, c.update_pct));
   }
   if (c.range == 0) c.range = c.initial > kU64Max / 2 ? kU64Max : 2 * c.initial;
@@ -176,6 +184,19 @@ class Ownership {
 };
 
 enum class OpKind : std::uint8_t { kInsert, kErase, kLookup };
+
+// The operation mix, drawn as r uniform in [0, 200): inserts below `inserts`, erases below
+// `updates`, lookups above (half percents, so an odd u splits exactly in two).
+struct OpMix {
+  std::uint64_t inserts, updates;
+  explicit OpMix(const RunConfig& c)
+      : inserts(c.insert_pct ? 2 * std::uint64_t{*c.insert_pct} : c.update_pct),
+        updates(2 * std::uint64_t{c.update_pct}) {}
+  OpKind draw(Rng& rng) const {
+    const std::uint64_t r = rng.below(200);
+    return r < inserts ? OpKind::kInsert : r < updates ? OpKind::kErase : OpKind::kLookup;
+  }
+};
 
 OpClass classify(OpKind kind, bool ok) {
   constexpr std::array<OpClass, 3> kSuccess = {OpClass::kPutSuc, OpClass::kRemSuc,
@@ -293,13 +314,12 @@ void work_sampled(Structure& s, Policy policy, const RunConfig& c, unsigned thre
                   const std::atomic<bool>& stop, ThreadStats& stats) {
   Rng rng(stream_seed(c.seed, kOpStream, thread));
   const std::uint64_t overhead = timer_overhead();
-  const std::uint64_t u = c.update_pct;
+  const OpMix mix(c);
   std::uint64_t sample_clock = 0;
   // Relaxed: the flag only ends the loop; the counters are read after the join.
   while (!stop.load(std::memory_order_relaxed)) {
     for (unsigned i = 0; i < kStopCheck; ++i) {
-      const std::uint64_t r = rng.below(200);  // u/2 % inserts, u/2 % erases
-      const OpKind kind = r < u ? OpKind::kInsert : r < 2 * u ? OpKind::kErase : OpKind::kLookup;
+      const OpKind kind = mix.draw(rng);
       const Draw d = policy.draw(kind, rng);
       const bool sample = ++sample_clock % kSampleEvery == 0;
       const std::uint64_t t0 = sample ? cycles_begin() : 0;
@@ -329,7 +349,7 @@ template <class Policy>
 void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
           const std::atomic<bool>& stop, ThreadStats& stats) {
   Rng rng(stream_seed(c.seed, kOpStream, thread));
-  const std::uint64_t u = c.update_pct;
+  const OpMix mix(c);
   const bool one_call = c.batch == 1;
   const std::size_t chunk = one_call ? kDrawChunk : c.batch;
   std::vector<OpKind> kinds(chunk, OpKind::kLookup);
@@ -337,11 +357,8 @@ void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
   const auto found = std::make_unique<bool[]>(chunk);
   // Relaxed: the flag only ends the loop; the counters are read after the join.
   while (!stop.load(std::memory_order_relaxed)) {
-    if (u > 0) {  // (read-only: every operation is a lookup already)
-      for (auto& kind : kinds) {
-        const std::uint64_t r = rng.below(200);  // u/2 % inserts, u/2 % erases
-        kind = r < u ? OpKind::kInsert : r < 2 * u ? OpKind::kErase : OpKind::kLookup;
-      }
+    if (mix.updates > 0) {  // (read-only: every operation is a lookup already)
+      for (auto& kind : kinds) kind = mix.draw(rng);
     }
     for (std::size_t i = 0; i < kinds.size();) {
       if (kinds[i] != OpKind::kLookup) {

@@ -1,9 +1,9 @@
 // `chtbench run`: the timed mixed workload of the thesis's CHTBench (docs/chtbench.md).
 //
 // Parameters carry the thesis's names: n threads, u update percent (half insert, half erase,
-// the rest lookups), i initial items, keys from [1, r] (r = 2i by default, so about half of
-// all operations fail), d milliseconds. Every structure is sized for r items unless
-// `capacity` says otherwise.
+// the rest lookups; `insert_pct` splits u otherwise, as the resize experiment's 35/5 does), i
+// initial items, keys from [1, r] (r = 2i by default, so about half of all operations fail), d
+// milliseconds. Every structure is sized for r items unless `capacity` says otherwise.
 //
 // Two workloads share one engine:
 //  - hash tables (sets): every operation draws its key from [1, r];
@@ -66,8 +66,10 @@ struct LatencyStats {
 
 struct RunConfig {
   std::string structure{};
-  unsigned threads = 1;              // n
-  unsigned update_pct = 0;           // u
+  unsigned threads = 1;     // n
+  unsigned update_pct = 0;  // u
+  // Inserts, in percent of all operations; the rest of u are erases. Unset: u/2 each.
+  std::optional<unsigned> insert_pct{};
   std::uint64_t initial = 1u << 16;  // i
   std::uint64_t range = 0;           // r; 0 means 2i (at most 2^64 - 1)
   unsigned duration_ms = 1000;       // d

@@ -66,6 +66,8 @@ TEST(Cli, BadArgumentsGetAMessageAndExitStatus2) {
       {{"run", "--structure", "bloom", "--update", "10"}, "cannot erase"},
       {{"run", "--structure", "std-set-rwlock", "--threads", "0"}, "--threads"},
       {{"run", "--structure", "std-set-rwlock", "--update", "101"}, "--update"},
+      {{"run", "--structure", "std-set-rwlock", "--update", "10", "--insert-pct", "20"},
+       "--insert-pct 20 exceeds --update (u) 10"},
       {{"run", "--structure", "std-set-rwlock", "--dist", "zipf:abc"}, "zipf:THETA"},
       {{"run", "--structure", "std-set-rwlock", "--pin", "sideways"}, "--pin"},
       {{"run", "--structure", "std-set-rwlock", "--initial", "10", "--range", "5"},
@@ -105,6 +107,7 @@ const std::string kTooBig = "18446744073709551616";
 const std::vector<NumericOption> kNumericOptions = {
     {"run", "--threads", "[1, 4096]", {"0", "-1", "4097", "4294967296", kTooBig, "two", "1.5", ""}},
     {"run", "--update", "[0, 100]", {"-1", "101", "4294967296", "ten", "0.5"}},
+    {"run", "--insert-pct", "[0, 100]", {"-1", "101", "4294967296", "half", "0.5"}},
     {"run", "--initial", "[0, " + kMax + "]", {"-1", kTooBig, "many", "1e3"}},
     {"run", "--range", "[1, " + kMax + "]", {"0", "-1", kTooBig, "big", "0x10"}},
     {"run", "--duration-ms", "[1, 3600000]", {"0", "-5", "3600001", "1s"}},
@@ -284,6 +287,7 @@ TEST(Cli, WritesJsonToTheOutputFile) {
   EXPECT_EQ(j["structure"], "std-set-rwlock");
   EXPECT_EQ(j["dist"], "zipf:0.8");
   EXPECT_EQ(j["update_pct"], 10);
+  EXPECT_EQ(j["insert_pct"], 5.0);  // u/2 unless --insert-pct says otherwise
   std::filesystem::remove(path);
 }
 

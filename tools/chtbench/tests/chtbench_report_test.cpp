@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "plots.hpp"
@@ -96,6 +97,30 @@ TEST(Plots, RendersAPngWithGnuplot) {
   ASSERT_TRUE(render(figure, dir));
   EXPECT_GT(std::filesystem::file_size(dir / "lines.png"), 1000u);
   EXPECT_TRUE(std::filesystem::exists(dir / "lines.gp"));
+  std::filesystem::remove_all(dir);
+}
+
+// A panel with nothing to draw (no structure of its family was chosen, or bars without
+// categories) says so instead of making gnuplot fail the whole figure.
+TEST(Plots, AnEmptyPanelSaysNoData) {
+  if (std::system("gnuplot --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no gnuplot";
+  const auto dir = std::filesystem::temp_directory_path() / "chtbench_plot_empty_test";
+  std::filesystem::create_directories(dir);
+  const Figure figure{.name = "empty",
+                      .cols = 3,
+                      .legend_per_panel = true,
+                      .panels = {{.title = "lines, none", .logy = true, .series = {{"a", {}, {}}}},
+                                 {.title = "bars, none", .series = {{"b", {}, {}}}},
+                                 {.title = "lines", .series = {{"c", {1, 2}, {2, 1}}}}}};
+  ASSERT_TRUE(render(figure, dir));
+  EXPECT_GT(std::filesystem::file_size(dir / "empty.png"), 1000u);
+  std::ifstream script(dir / "empty.gp");
+  const std::string text{std::istreambuf_iterator<char>(script), {}};
+  std::size_t placeholders = 0;
+  for (std::size_t at = 0; (at = text.find("'no data'", at)) != std::string::npos; ++at) {
+    ++placeholders;
+  }
+  EXPECT_EQ(placeholders, 2u);
   std::filesystem::remove_all(dir);
 }
 

@@ -96,6 +96,24 @@ TEST(Workload, CountersAddUpToOperationsPerformed) {
   }
 }
 
+// --insert-pct splits u unevenly (the resize experiment's 35% insert / 5% erase): the drawn mix
+// follows it, and the set grows by what the inserts and erases say.
+TEST(Workload, InsertShareSplitsTheUpdates) {
+  for (const bool filter : {false, true}) {
+    const auto calls = std::make_shared<Calls>();
+    RunConfig config = small(2, 40);
+    config.insert_pct = 35;
+    const RunResult r = run_benchmark(counting_set(filter, calls), config);
+    const auto share = [&](OpClass ok, OpClass fail) {
+      return static_cast<double>(r.ops[ok] + r.ops[fail]) / static_cast<double>(r.ops.total());
+    };
+    EXPECT_NEAR(share(OpClass::kPutSuc, OpClass::kPutFail), 0.35, 0.02) << "filter " << filter;
+    EXPECT_NEAR(share(OpClass::kRemSuc, OpClass::kRemFail), 0.05, 0.01) << "filter " << filter;
+    EXPECT_EQ(r.size_after, r.initial_inserted + r.ops[OpClass::kPutSuc] - r.ops[OpClass::kRemSuc]);
+    EXPECT_GT(r.size_after, r.initial_inserted) << "filter " << filter;
+  }
+}
+
 // --batch: lookups go to contains_many in runs; every operation is still one counted call, the
 // mix and failure rates stay, and a concurrent filter keeps its contract.
 TEST(Workload, BatchedLookupsCountEveryOperation) {
@@ -241,6 +259,9 @@ TEST(Workload, ResolveRejectsWhatAStructureCannotRun) {
   EXPECT_THROW(resolve(bloom, {.update_pct = 10}), UsageError);  // no erase
   EXPECT_THROW(resolve(filter, {.initial = 100, .range = 50}), UsageError);
   EXPECT_THROW(resolve(filter, {.update_pct = 101}), UsageError);
+  EXPECT_THROW(resolve(filter, {.update_pct = 10, .insert_pct = 11}), UsageError);
+  EXPECT_NO_THROW(resolve(bloom, {.update_pct = 10, .insert_pct = 10}));  // inserts only
+  EXPECT_THROW(resolve(bloom, {.update_pct = 10, .insert_pct = 9}), UsageError);
   const RunConfig c = resolve(filter, {.initial = 100});
   EXPECT_EQ(c.range, 200u);     // r = 2i
   EXPECT_EQ(c.capacity, 200u);  // sized for r
