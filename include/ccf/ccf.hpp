@@ -34,3 +34,4 @@
 #include "ccf/tables/cuckoo_map.hpp"
 #include "ccf/tables/hopscotch_map.hpp"
 #include "ccf/tables/htm_clht.hpp"
+#include "ccf/tables/smart_cuckoo.hpp"

@@ -14,6 +14,7 @@
 #include "filter_bench.hpp"
 #include "registry.hpp"
 #include "report.hpp"
+#include "smart_bench.hpp"
 #include "suite.hpp"
 #include "workload.hpp"
 
@@ -128,6 +129,12 @@ struct FilterArgs {
 };
 struct SuiteArgs {
   SuiteOptions options;
+  CLI::App* command = nullptr;
+};
+struct SmartArgs {
+  SmartConfig config;
+  std::vector<std::string> mixes;
+  std::string dist = "uniform", format = "table", path;
   CLI::App* command = nullptr;
 };
 
@@ -265,9 +272,60 @@ void add_suite_command(CLI::App& app, SuiteArgs& a) {
   a.command = suite;
 }
 
+// chtbench smart: SmartCuckoo against its baselines.
+void add_smart_command(CLI::App& app, SmartArgs& a) {
+  CLI::App* smart = app.add_subcommand(
+      "smart",
+      "SmartCuckoo (d = 2, one-slot buckets): the paper's YCSB mixes under pre-determined "
+      "insertion, the textbook kick bound and search-first insertion");
+  smart->add_option("--buckets", a.config.buckets, "m: buckets per table (2m slots in all)")
+      ->transform(in_range(std::uint64_t{1}, std::uint64_t{1} << 31))
+      ->capture_default_str();
+  smart
+      ->add_option("--mix", a.mixes,
+                   "INSERT/LOOKUP/UPDATE percentages, comma-separated (default: the paper's "
+                   "100/0/0, 75/25/0, 50/50/0, 25/75/0, 0/95/5)")
+      ->delimiter(',')
+      ->check(parsed_by(SmartMix::parse, "I/L/U adding up to 100"));
+  smart->add_option("--insertion", a.config.insertions, "policies, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"smart", "maxloop", "bfs"}))
+      ->capture_default_str();
+  smart->add_option("--dist", a.dist, "key distribution: uniform or zipf:THETA")
+      ->check(parsed_by(KeyDist::parse, "uniform|zipf:THETA"))
+      ->capture_default_str();
+  smart->add_option("--preload", a.config.preload, "fraction of the 2m slots filled first")
+      ->transform(in_range(0.0, 0.99))
+      ->capture_default_str();
+  smart
+      ->add_option("--ops", a.config.ops,
+                   "operations per run, drawn before it starts (default 0.4 m)")
+      ->transform(in_range(std::uint64_t{1}, std::uint64_t{1} << 28));
+  smart
+      ->add_option("--max-loop", a.config.max_loop,
+                   "maxloop: kicks per insert; bfs: steps per chain")
+      ->transform(in_range(1u, 1u << 20))
+      ->capture_default_str();
+  smart->add_option("--stash", a.config.stash, "stash slots")
+      ->transform(in_range(std::size_t{0}, std::size_t{1} << 16))
+      ->capture_default_str();
+  smart->add_option("-k,--repeat", a.config.repeat, "repeats per run; the median is reported")
+      ->transform(in_range(1u, 1000u))
+      ->capture_default_str();
+  smart->add_option("--seed", a.config.seed, "seed of the key streams and the tables' hashes")
+      ->transform(in_range(std::uint64_t{0}, kU64Max))
+      ->capture_default_str();
+  smart->add_option("--format", a.format, "output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  smart->add_option("--out", a.path, "write the results to FILE instead of stdout");
+  smart->footer(memory_note());
+  a.command = smart;
+}
+
 // Runs what the parsed command line asks for. Throws UsageError for a bad combination.
 int dispatch(const CLI::App& app, bool list, RunArgs& run, FilterArgs& filter,
-             const SuiteArgs& suite) {
+             const SuiteArgs& suite, SmartArgs& smart) {
   if (list) {
     list_structures();
   } else if (run.command->parsed()) {
@@ -280,6 +338,14 @@ int dispatch(const CLI::App& app, bool list, RunArgs& run, FilterArgs& filter,
     filter.out.write(run_filter_benchmark(find_structure(filter.config.structure), filter.config));
   } else if (suite.command->parsed()) {
     run_suite(suite.options);
+  } else if (smart.command->parsed()) {
+    if (!smart.mixes.empty()) {
+      smart.config.mixes.clear();
+      for (const std::string& mix : smart.mixes) smart.config.mixes.push_back(SmartMix::parse(mix));
+    }
+    smart.config.dist = KeyDist::parse(smart.dist);
+    const SmartReport report = run_smart_benchmark(smart.config);
+    emit(smart.format == "json" ? smart_json(report) : smart_table(report), smart.path);
   } else {
     std::cerr << app.help() << "\nchtbench: nothing to do: give --list or a subcommand\n";
     return 2;
@@ -300,9 +366,11 @@ int run_cli(int argc, char** argv) {
   RunArgs run;
   FilterArgs filter;
   SuiteArgs suite;
+  SmartArgs smart;
   add_run_command(app, run);
   add_filter_command(app, filter);
   add_suite_command(app, suite);
+  add_smart_command(app, smart);
 
   try {
     app.parse(argc, argv);
@@ -310,7 +378,7 @@ int run_cli(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;  // --help is a ParseError with status 0
   }
   try {
-    return dispatch(app, list, run, filter, suite);
+    return dispatch(app, list, run, filter, suite, smart);
   } catch (const UsageError& e) {
     std::cerr << "chtbench: error: " << e.what() << "\n";
     return 2;

@@ -1,4 +1,4 @@
-// The command line (CLI11): `chtbench --list | run | filter | suite`.
+// The command line (CLI11): `chtbench --list | run | filter | suite | smart`.
 #pragma once
 
 namespace chtbench {

@@ -485,6 +485,8 @@ Repeat run_repeat(const StructureInfo& info, const RunConfig& c) {
   return out;
 }
 
+}  // namespace
+
 LatencyStats summarize(const LatencyHistogram& h, double ghz) {
   return {.samples = h.count(),
           .p50 = h.quantile(0.50) / ghz,
@@ -492,8 +494,6 @@ LatencyStats summarize(const LatencyHistogram& h, double ghz) {
           .p99 = h.quantile(0.99) / ghz,
           .p999 = h.quantile(0.999) / ghz};
 }
-
-}  // namespace
 
 RunResult run_benchmark(const StructureInfo& info, const RunConfig& config,
                         const std::function<void(unsigned)>& on_repeat) {

@@ -32,6 +32,7 @@
 
 #include "keys.hpp"
 #include "structure.hpp"
+#include "timing.hpp"
 #include "topology.hpp"
 
 namespace chtbench {
@@ -63,6 +64,9 @@ struct LatencyStats {
   std::uint64_t samples = 0;
   double p50 = 0, p90 = 0, p99 = 0, p999 = 0;  // nanoseconds
 };
+
+// Percentiles of a histogram of cycle counts, in nanoseconds at `ghz` cycles per ns.
+LatencyStats summarize(const LatencyHistogram& h, double ghz);
 
 struct RunConfig {
   std::string structure{};

@@ -81,6 +81,9 @@ TEST(Cli, BadArgumentsGetAMessageAndExitStatus2) {
       {{"filter", "--structure", "cuckoo-filter", "--insert-batch", "99999999999"},
        "--insert-batch"},
       {{"suite", "medium"}, "plan"},
+      {{"smart", "--mix", "50/40/5"}, "does not add up to 100"},
+      {{"smart", "--mix", "50-50-0"}, "INSERT/LOOKUP/UPDATE"},
+      {{"smart", "--insertion", "random"}, "--insertion"},
       {{"suite", "quick", "--structures", "tbb-hash-map,nope"}, "unknown structure 'nope'"},
       {{"frobnicate"}, "frobnicate"},
       {{}, "nothing to do"},
@@ -122,12 +125,20 @@ const std::vector<NumericOption> kNumericOptions = {
     {"filter", "--fill", "(0, 1]", {"0", "-0.5", "1.5", "nan", "inf", "half"}},
     {"filter", "--insert-batch", "[0, 16777216]", {"-1", "16777217", kTooBig, "many"}},
     {"filter", "--seed", "[0, " + kMax + "]", {"-1", kTooBig, "seed"}},
+    {"smart", "--buckets", "[1, 2147483648]", {"0", "-1", "2147483649", "many"}},
+    {"smart", "--preload", "[0, 0.99]", {"-0.1", "1", "nan", "most"}},
+    {"smart", "--ops", "[1, 268435456]", {"0", "268435457", "lots"}},
+    {"smart", "--max-loop", "[1, 1048576]", {"0", "1048577", "x"}},
+    {"smart", "--stash", "[0, 65536]", {"-1", "65537", "some"}},
+    {"smart", "--repeat", "[1, 1000]", {"0", "1001", "three"}},
+    {"smart", "--seed", "[0, " + kMax + "]", {"-1", kTooBig, "seed"}},
 };
 
 // A valid command line of the subcommand. `run` asks for a 5 s timed phase, so that a
 // benchmark that started would show in the elapsed time.
 std::vector<std::string> base(const std::string& command) {
   if (command == "run") return {"run", "-s", "ccf-striped", "-d", "5000"};
+  if (command == "smart") return {"smart", "--mix", "100/0/0"};
   return {"filter", "-s", "ccf-striped"};
 }
 
@@ -177,6 +188,7 @@ TEST(Cli, SizesBeyondMemoryAreRefusedBeforeAllocating) {
        {"--capacity 4294967296000", in_memory}},
       {{"filter", "-s", "bloom", "--capacity", kMax, "--fp-bits", "64", "--fill", "0.001"},
        {"--capacity " + kMax, "--fp-bits 64", in_memory}},
+      {{"smart", "--buckets", "2147483648"}, {"--buckets 2147483648", in_memory}},
   };
   for (const auto& [args, expected] : cases) expect_refused(args, expected);
 }
@@ -249,7 +261,7 @@ TEST(Cli, HelpStatesTheRangeOfEveryNumericOption) {
     table[{option.command, option.name}] = option.range;
   }
   const std::set<std::string> commands = listed_subcommands(run({"--help"}).out);
-  EXPECT_EQ(commands, (std::set<std::string>{"run", "filter", "suite"}));
+  EXPECT_EQ(commands, (std::set<std::string>{"run", "filter", "suite", "smart"}));
 
   std::size_t seen = 0;
   for (const std::string& command : commands) {
@@ -266,6 +278,30 @@ TEST(Cli, HelpStatesTheRangeOfEveryNumericOption) {
     }
   }
   EXPECT_EQ(seen, table.size());
+}
+
+// chtbench smart runs the paper's five mixes on the three policies; the smart table refuses only
+// without kicking, and finds room exactly where search-first insertion does.
+TEST(Cli, SmartRunsThePapersMixesOnEveryPolicy) {
+  const Outcome o = run({"smart", "--buckets", "4096", "-k", "1", "--format", "json"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const auto j = nlohmann::json::parse(o.out);
+  ASSERT_EQ(j["runs"].size(), 15u);
+  std::map<std::string, std::map<std::string, std::uint64_t>> refused;
+  for (const auto& r : j["runs"]) {
+    const std::string policy = r["insertion"], mix = r["mix"];
+    refused[mix][policy] = r["refused"];
+    EXPECT_GT(r["mops"].get<double>(), 0) << mix << " " << policy;
+    if (policy == "smart") {
+      EXPECT_EQ(r["refused_unkicked"], r["refused"]) << mix;
+      EXPECT_EQ(r["futile_kicks"], 0) << mix;
+    }
+  }
+  EXPECT_GT(refused["100/0/0"]["smart"], 0u);  // the insert-only mix runs the table full
+  for (const auto& [mix, by_policy] : refused)
+    EXPECT_EQ(by_policy.at("smart"), by_policy.at("bfs"));
+  EXPECT_EQ(j["load_at_first_failure"]["smart"], j["load_at_first_failure"]["bfs"]);
+  EXPECT_GT(j["load_at_first_failure"]["smart"].get<double>(), 0.3);
 }
 
 // Leading zeros are decimal (CLI11 alone would read 010 as octal 8).
