@@ -118,15 +118,10 @@ class SmartCuckooTable {
         options_(options),
         hash_(std::move(hash)),
         equal_(std::move(equal)),
-        keys_(2 * m_),
-        values_(2 * m_),
-        used_(2 * m_, 0) {
+        slots_(2 * m_) {
     if (options_.insertion == Insertion::kSmart) {
-      parent_.resize(2 * m_);
-      next_.resize(2 * m_);
-      vertices_.assign(2 * m_, 1);
-      edges_.assign(2 * m_, 0);
-      for (std::uint32_t b = 0; b < 2 * m_; ++b) parent_[b] = next_[b] = b;
+      nodes_.resize(2 * m_);
+      for (std::uint32_t b = 0; b < 2 * m_; ++b) nodes_[b] = {b, b, 1, 0};
     }
     if (options_.insertion != Insertion::kSmart && options_.max_loop == 0) {
       throw std::invalid_argument("SmartCuckooTable: max_loop must be at least 1");
@@ -138,8 +133,8 @@ class SmartCuckooTable {
 
   std::optional<Value> find(const Key& key) const {
     const auto [a, b] = candidates(key);
-    if (holds(a, key)) return values_[a];
-    if (holds(b, key)) return values_[b];
+    if (holds(a, key)) return slots_[a].value;
+    if (holds(b, key)) return slots_[b].value;
     for (const auto& [k, v] : stash_) {
       if (equal_(k, key)) return v;
     }
@@ -165,7 +160,7 @@ class SmartCuckooTable {
     const auto [a, b] = candidates(key);
     for (const std::uint64_t bucket : {a, b}) {
       if (!holds(bucket, key)) continue;
-      used_[bucket] = 0;
+      slots_[bucket].used = false;
       --size_;
       if (options_.insertion == Insertion::kSmart) recompute(bucket);
       offer_stash();
@@ -187,9 +182,8 @@ class SmartCuckooTable {
   }
   std::size_t stash_size() const noexcept { return stash_.size(); }
   std::size_t memory_bytes() const noexcept {
-    const std::size_t per_bucket =
-        sizeof(Key) + sizeof(Value) + 1 + (options_.insertion == Insertion::kSmart ? 16 : 0);
-    return sizeof(*this) + 2 * m_ * per_bucket + stash_.capacity() * sizeof(stash_[0]);
+    return sizeof(*this) + slots_.capacity() * sizeof(Slot) + nodes_.capacity() * sizeof(Node) +
+           stash_.capacity() * sizeof(stash_[0]);
   }
   const Stats& stats() const noexcept { return stats_; }
   const Options& options() const noexcept { return options_; }
@@ -204,7 +198,7 @@ class SmartCuckooTable {
   }
   // The key stored in `bucket`, if any.
   std::optional<Key> key_in(std::uint64_t bucket) const {
-    return used_[bucket] != 0 ? std::optional<Key>(keys_[bucket]) : std::nullopt;
+    return slots_[bucket].used ? std::optional<Key>(slots_[bucket].key) : std::nullopt;
   }
   // kSmart only (std::logic_error otherwise): the component holding `bucket`.
   Component component(std::uint64_t bucket) const {
@@ -212,8 +206,8 @@ class SmartCuckooTable {
       throw std::logic_error("SmartCuckooTable: only Insertion::kSmart keeps components");
     }
     std::uint64_t root = bucket;
-    while (parent_[root] != root) root = parent_[root];
-    return {root, vertices_[root], edges_[root]};
+    while (nodes_[root].parent != root) root = nodes_[root].parent;
+    return {root, nodes_[root].vertices, nodes_[root].edges};
   }
 
  private:
@@ -229,12 +223,12 @@ class SmartCuckooTable {
   }
 
   bool holds(std::uint64_t bucket, const Key& key) const {
-    return used_[bucket] != 0 && equal_(keys_[bucket], key);
+    return slots_[bucket].used && equal_(slots_[bucket].key, key);
   }
   Value* value_of(const Key& key) {
     const auto [a, b] = candidates(key);
-    if (holds(a, key)) return &values_[a];
-    if (holds(b, key)) return &values_[b];
+    if (holds(a, key)) return &slots_[a].value;
+    if (holds(b, key)) return &slots_[b].value;
     for (auto& [k, v] : stash_) {
       if (equal_(k, key)) return &v;
     }
@@ -245,9 +239,7 @@ class SmartCuckooTable {
     return bucket == a ? b : a;
   }
   void store(std::uint64_t bucket, const Key& key, const Value& value) {
-    keys_[bucket] = key;
-    values_[bucket] = value;
-    used_[bucket] = 1;
+    slots_[bucket] = {key, value, true};
   }
 
   // Stores an absent key in the tables, or (may_stash) in the stash; kFull when neither.
@@ -282,20 +274,20 @@ class SmartCuckooTable {
     const auto [a, b] = candidates(key);
     const std::uint32_t ra = find_root(a), rb = find_root(b);
     const auto touched = [&](std::uint32_t root) {
-      return vertices_[root] > 1 || edges_[root] > 0;
+      return nodes_[root].vertices > 1 || nodes_[root].edges > 0;
     };
     const unsigned seen = touched(ra) + touched(rb);
     (seen == 0 ? stats_.case_v2 : seen == 1 ? stats_.case_v1 : stats_.case_v0) += 1;
 
-    const bool a_tree = edges_[ra] < vertices_[ra];
-    const bool b_tree = edges_[rb] < vertices_[rb];
+    const bool a_tree = nodes_[ra].edges < nodes_[ra].vertices;
+    const bool b_tree = nodes_[rb].edges < nodes_[rb].vertices;
     if (!a_tree && !b_tree) {  // also when ra == rb: one maximal component
       ++stats_.refused_unkicked;
       return false;
     }
     // An empty candidate lies in a tree (a full component has no empty bucket).
-    const bool from_a = used_[a] == 0 || (used_[b] != 0 && a_tree);
-    kick_along_tree(from_a ? a : b, vertices_[from_a ? ra : rb], key, value);
+    const bool from_a = !slots_[a].used || (slots_[b].used && a_tree);
+    kick_along_tree(from_a ? a : b, nodes_[from_a ? ra : rb].vertices, key, value);
     unite_roots(ra, rb);  // the kicks changed no component
     return true;
   }
@@ -305,15 +297,15 @@ class SmartCuckooTable {
   // walk follows out-edges to the tree's one empty bucket in fewer than `vertices` kicks.
   void kick_along_tree(std::uint64_t bucket, std::uint64_t vertices, Key key, Value value) {
     for (std::uint64_t step = 0;; ++step) {
-      if (used_[bucket] == 0) {
+      if (!slots_[bucket].used) {
         store(bucket, key, value);
         return;
       }
       if (step >= vertices) {
         throw std::logic_error("SmartCuckooTable: a kick walk left its tree (accounting broken)");
       }
-      std::swap(key, keys_[bucket]);
-      std::swap(value, values_[bucket]);
+      std::swap(key, slots_[bucket].key);
+      std::swap(value, slots_[bucket].value);
       ++stats_.kicks;
       bucket = other(key, bucket);
     }
@@ -321,9 +313,9 @@ class SmartCuckooTable {
 
   std::uint32_t find_root(std::uint64_t bucket) {
     auto b = static_cast<std::uint32_t>(bucket);
-    while (parent_[b] != b) {
-      parent_[b] = parent_[parent_[b]];  // path halving
-      b = parent_[b];
+    while (nodes_[b].parent != b) {
+      nodes_[b].parent = nodes_[nodes_[b].parent].parent;  // path halving
+      b = nodes_[b].parent;
     }
     return b;
   }
@@ -332,13 +324,13 @@ class SmartCuckooTable {
   void unite(std::uint32_t a, std::uint32_t b) { unite_roots(find_root(a), find_root(b)); }
   void unite_roots(std::uint32_t ra, std::uint32_t rb) {
     if (ra != rb) {
-      if (vertices_[ra] < vertices_[rb]) std::swap(ra, rb);
-      parent_[rb] = ra;
-      vertices_[ra] += vertices_[rb];
-      edges_[ra] += edges_[rb];
-      std::swap(next_[ra], next_[rb]);  // splices the two circular member lists
+      if (nodes_[ra].vertices < nodes_[rb].vertices) std::swap(ra, rb);
+      nodes_[rb].parent = ra;
+      nodes_[ra].vertices += nodes_[rb].vertices;
+      nodes_[ra].edges += nodes_[rb].edges;
+      std::swap(nodes_[ra].next, nodes_[rb].next);  // splices the two circular member lists
     }
-    ++edges_[ra];
+    ++nodes_[ra].edges;
   }
 
   // The component that held `bucket` lost an edge: reset its members to singletons and unite
@@ -349,15 +341,11 @@ class SmartCuckooTable {
     std::uint32_t b = first;
     do {
       members_.push_back(b);
-      b = next_[b];
+      b = nodes_[b].next;
     } while (b != first);
-    for (const std::uint32_t v : members_) {
-      parent_[v] = next_[v] = v;
-      vertices_[v] = 1;
-      edges_[v] = 0;
-    }
+    for (const std::uint32_t v : members_) nodes_[v] = {v, v, 1, 0};
     for (const std::uint32_t v : members_) {  // each stored key is one edge, held by one bucket
-      if (used_[v] != 0) unite(v, static_cast<std::uint32_t>(other(keys_[v], v)));
+      if (slots_[v].used) unite(v, static_cast<std::uint32_t>(other(slots_[v].key, v)));
     }
     stats_.recomputed_buckets += members_.size();
   }
@@ -366,8 +354,8 @@ class SmartCuckooTable {
 
   bool place_max_loop(const Key& key, const Value& value, bool may_stash) {
     const auto [a, b] = candidates(key);
-    if (used_[a] == 0 || used_[b] == 0) {
-      store(used_[a] == 0 ? a : b, key, value);
+    if (!slots_[a].used || !slots_[b].used) {
+      store(!slots_[a].used ? a : b, key, value);
       return true;
     }
     path_.clear();
@@ -376,11 +364,11 @@ class SmartCuckooTable {
     std::uint64_t bucket = a;
     for (unsigned kick = 0; kick < options_.max_loop; ++kick) {
       path_.push_back(bucket);
-      std::swap(homeless, keys_[bucket]);
-      std::swap(homeless_value, values_[bucket]);
+      std::swap(homeless, slots_[bucket].key);
+      std::swap(homeless_value, slots_[bucket].value);
       ++stats_.kicks;
       bucket = other(homeless, bucket);
-      if (used_[bucket] == 0) {
+      if (!slots_[bucket].used) {
         store(bucket, homeless, homeless_value);
         return true;
       }
@@ -393,8 +381,8 @@ class SmartCuckooTable {
     }
     stats_.futile_kicks += options_.max_loop;
     for (auto it = path_.rbegin(); it != path_.rend(); ++it) {  // undo, last kick first
-      std::swap(homeless, keys_[*it]);
-      std::swap(homeless_value, values_[*it]);
+      std::swap(homeless, slots_[*it].key);
+      std::swap(homeless_value, slots_[*it].value);
     }
     return false;
   }
@@ -403,8 +391,8 @@ class SmartCuckooTable {
 
   bool place_bfs(const Key& key, const Value& value) {
     const auto [a, b] = candidates(key);
-    if (used_[a] == 0 || used_[b] == 0) {
-      store(used_[a] == 0 ? a : b, key, value);
+    if (!slots_[a].used || !slots_[b].used) {
+      store(!slots_[a].used ? a : b, key, value);
       return true;
     }
     // Both chains a step at a time, so the shorter one is found first; reads only.
@@ -414,14 +402,14 @@ class SmartCuckooTable {
     other_path_.assign(1, b);
     for (unsigned step = 0; step < options_.max_loop; ++step) {
       for (unsigned side = 0; side < 2; ++side) {
-        const std::uint64_t next = other(keys_[ends[side]], ends[side]);
+        const std::uint64_t next = other(slots_[ends[side]].key, ends[side]);
         chains[side]->push_back(next);
         ends[side] = next;
-        if (used_[next] != 0) continue;
+        if (slots_[next].used) continue;
         // Move back to front: the key before the empty end moves into it, and so on.
         const std::vector<std::uint64_t>& chain = *chains[side];
         for (std::size_t i = chain.size() - 1; i > 0; --i) {
-          store(chain[i], keys_[chain[i - 1]], values_[chain[i - 1]]);
+          store(chain[i], slots_[chain[i - 1]].key, slots_[chain[i - 1]].value);
           ++stats_.kicks;
         }
         store(chain[0], key, value);
@@ -450,14 +438,22 @@ class SmartCuckooTable {
   Options options_;
   Hash hash_;
   KeyEqual equal_;
-  std::vector<Key> keys_;
-  std::vector<Value> values_;
-  std::vector<std::uint8_t> used_;
+  // A bucket's key, value and flag together: one cache miss per bucket touched.
+  struct Slot {
+    Key key{};
+    Value value{};
+    bool used = false;
+  };
+  std::vector<Slot> slots_;
   std::vector<std::pair<Key, Value>> stash_;
   std::size_t size_ = 0;
   Stats stats_;
-  // kSmart's accounting: union-find parent, circular member list, counts at each root.
-  std::vector<std::uint32_t> parent_, next_, vertices_, edges_;
+  // A bucket's union-find node: parent, next on the circular member list, and (at a root) the
+  // component's counts -- 16 bytes, so a find step and a root's counts cost one miss.
+  struct Node {
+    std::uint32_t parent, next, vertices, edges;
+  };
+  std::vector<Node> nodes_;
   std::vector<std::uint32_t> members_;            // scratch of recompute()
   std::vector<std::uint64_t> path_, other_path_;  // scratch of place_max_loop(), place_bfs()
 };
