@@ -77,6 +77,7 @@
 #include <utility>
 
 #include "ccf/detail/clht_sizing.hpp"
+#include "ccf/detail/map_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/detail/table_generations.hpp"
@@ -92,7 +93,7 @@ inline constexpr std::uint64_t kFree = 0, kLocked = 1, kMigrated = 2;
 }  // namespace clht
 
 template <class Writers>
-class BasicClht {
+class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::uint64_t> {
  public:
   static constexpr unsigned kSlots = detail::ClhtSizing::kSlots;  // pairs per 64-byte bucket
 
@@ -117,12 +118,7 @@ class BasicClht {
     }
     return std::nullopt;
   }
-  bool contains(std::uint64_t key) const { return find(key).has_value(); }
-
-  // kOk, or kExists (the key is present; nothing changed).
-  Status insert(std::uint64_t key, std::uint64_t value) { return put(key, value, false); }
-  // kOk (inserted) or kExists (present: its value is now `value`).
-  Status insert_or_assign(std::uint64_t key, std::uint64_t value) { return put(key, value, true); }
+  // contains, insert (kOk or kExists) and insert_or_assign: detail::MapApi over find and put.
   // kOk, or kNotFound.
   Status erase(std::uint64_t key) {
     check(key);
@@ -162,6 +158,7 @@ class BasicClht {
   std::size_t memory_bytes() const { return tables_.memory_bytes() + sizeof(*this); }
 
  private:
+  friend class detail::MapApi<BasicClht<Writers>, std::uint64_t, std::uint64_t>;
   struct alignas(64) Bucket {
     std::atomic<std::uint64_t> lock{clht::kFree};  // head buckets; only bucket-lock policies
     std::atomic<std::uint64_t> key[kSlots]{};

@@ -70,6 +70,7 @@
 #include <type_traits>
 
 #include "ccf/detail/clht_sizing.hpp"
+#include "ccf/detail/map_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/detail/table_generations.hpp"
@@ -78,7 +79,7 @@
 
 namespace ccf {
 
-class ClhtLf {
+class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
  public:
   static constexpr unsigned kSlots = detail::ClhtSizing::kSlots;  // pairs per 64-byte bucket
   static constexpr unsigned kMaxChain = 8;                        // buckets per chain
@@ -105,13 +106,8 @@ class ClhtLf {
       }
     }
   }
-  bool contains(std::uint64_t key) const { return find(key).has_value(); }
-
-  // kOk, or kExists (the key is present; nothing changed); kFull only for a degenerate hash
-  // (see the header; nothing changed).
-  Status insert(std::uint64_t key, std::uint64_t value) { return put(key, value, false); }
-  // kOk (inserted) or kExists (present: its value is now `value`); kFull as insert.
-  Status insert_or_assign(std::uint64_t key, std::uint64_t value) { return put(key, value, true); }
+  // contains, insert and insert_or_assign: detail::MapApi over find and put; kFull only for a
+  // degenerate hash (see the header; nothing changed).
   // kOk, or kNotFound.
   Status erase(std::uint64_t key) {
     check(key);
@@ -156,6 +152,7 @@ class ClhtLf {
   std::size_t memory_bytes() const { return tables_.memory_bytes() + sizeof(*this); }
 
  private:
+  friend class detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t>;
   using Word = std::atomic<std::uint64_t>;
   static constexpr unsigned kChainSlots = kSlots * kMaxChain;  // 24 valid bits
   static constexpr std::uint64_t kValidMask = (std::uint64_t{1} << kChainSlots) - 1;

@@ -76,6 +76,7 @@
 #include "ccf/detail/addressing.hpp"
 #include "ccf/detail/bit_lanes.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
+#include "ccf/detail/map_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/table_generations.hpp"
 #include "ccf/hash.hpp"
@@ -85,7 +86,7 @@
 namespace ccf {
 
 template <class Key, class Value, class Hash = std::hash<Key>, class KeyEqual = std::equal_to<Key>>
-class CuckooMap {
+class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, Key, Value> {
   static_assert(std::is_trivially_copyable_v<Key> && std::is_trivially_copyable_v<Value>,
                 "CuckooMap stores keys and values as words that lookups copy while writers may "
                 "change them: both must be trivially copyable");
@@ -116,13 +117,8 @@ class CuckooMap {
       return std::nullopt;
     });
   }
-  bool contains(const Key& key) const { return find(key).has_value(); }
-
-  // kOk; kExists (the key is present; nothing changed); kFull only for a degenerate hash (more
-  // than 8 keys with one 64-bit hash; nothing changed).
-  Status insert(const Key& key, const Value& value) { return put(key, value, false); }
-  // kOk (inserted) or kExists (present: its value is now `value`); kFull as insert.
-  Status insert_or_assign(const Key& key, const Value& value) { return put(key, value, true); }
+  // contains, insert and insert_or_assign: detail::MapApi over find and put; kFull only for a
+  // degenerate hash (more than 8 keys with one 64-bit hash; nothing changed).
   // kOk, or kNotFound.
   Status erase(const Key& key) {
     const std::uint64_t h = hash(key);
@@ -156,6 +152,7 @@ class CuckooMap {
   }
 
  private:
+  friend class detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, Key, Value>;
   using Tags = detail::BitLanes<16, kSlots>;
   using Addressing = detail::Addressing<16>;
   using Word = std::atomic<std::uint64_t>;

@@ -58,6 +58,7 @@
 #include <type_traits>
 
 #include "ccf/detail/clht_sizing.hpp"
+#include "ccf/detail/map_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/table_generations.hpp"
 #include "ccf/hash.hpp"
@@ -67,7 +68,7 @@
 namespace ccf {
 
 template <unsigned H = 32>
-class HopscotchMap {
+class HopscotchMap : public detail::MapApi<HopscotchMap<H>, std::uint64_t, std::uint64_t> {
   static_assert(H == 32 || H == 64, "the neighbourhood is 32 or 64 buckets");
 
  public:
@@ -96,13 +97,8 @@ class HopscotchMap {
       return table.buckets[*at].value.load(std::memory_order_acquire);
     });
   }
-  bool contains(std::uint64_t key) const { return find(key).has_value(); }
-
-  // kOk; kExists (the key is present; nothing changed); kFull only for a degenerate hash (see
-  // the header; nothing changed).
-  Status insert(std::uint64_t key, std::uint64_t value) { return put(key, value, false); }
-  // kOk (inserted) or kExists (present: its value is now `value`); kFull as insert.
-  Status insert_or_assign(std::uint64_t key, std::uint64_t value) { return put(key, value, true); }
+  // contains, insert and insert_or_assign: detail::MapApi over find and put; kFull only for a
+  // degenerate hash (see the header; nothing changed).
   // kOk, or kNotFound.
   Status erase(std::uint64_t key) {
     check(key);
@@ -139,6 +135,7 @@ class HopscotchMap {
   }
 
  private:
+  friend class detail::MapApi<HopscotchMap<H>, std::uint64_t, std::uint64_t>;
   static constexpr std::uint64_t kSegment = 256;  // buckets; at least 2H (see insert)
   static_assert(2 * H <= kSegment);
   static constexpr std::uint64_t kMaxHomes = std::uint64_t{1} << 40;

@@ -62,6 +62,7 @@
 #include <utility>
 #include <vector>
 
+#include "ccf/detail/map_api.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 
@@ -97,7 +98,8 @@ struct Stats {
 
 template <class Key = std::uint64_t, class Value = std::uint64_t, class Hash = std::hash<Key>,
           class KeyEqual = std::equal_to<Key>>
-class SmartCuckooTable {
+class SmartCuckooTable
+    : public detail::MapApi<SmartCuckooTable<Key, Value, Hash, KeyEqual>, Key, Value> {
  public:
   using Options = smart_cuckoo::Options;
   using Insertion = smart_cuckoo::Insertion;
@@ -140,21 +142,8 @@ class SmartCuckooTable {
     }
     return std::nullopt;
   }
-  bool contains(const Key& key) const { return find(key).has_value(); }
-
-  // kOk, kExists (present; nothing changed) or kFull (no room; nothing changed).
-  Status insert(const Key& key, const Value& value) {
-    if (value_of(key) != nullptr) return Status::kExists;
-    return place(key, value, /*may_stash=*/true);
-  }
-  // As insert, but a present key's value is replaced (and kExists returned).
-  Status insert_or_assign(const Key& key, const Value& value) {
-    if (Value* present = value_of(key)) {
-      *present = value;
-      return Status::kExists;
-    }
-    return place(key, value, /*may_stash=*/true);
-  }
+  // contains, insert (kOk, kExists: nothing changed, kFull: no room, nothing changed) and
+  // insert_or_assign (kExists: the value replaced): detail::MapApi over find and put.
 
   Status erase(const Key& key) {
     const auto [a, b] = candidates(key);
@@ -211,7 +200,16 @@ class SmartCuckooTable {
   }
 
  private:
+  friend class detail::MapApi<SmartCuckooTable, Key, Value>;
   static constexpr std::uint64_t kSecondHashSeed = 0x5bd1e9955bd1e995ULL;
+
+  Status put(const Key& key, const Value& value, bool assign) {
+    if (Value* present = value_of(key)) {
+      if (assign) *present = value;
+      return Status::kExists;
+    }
+    return place(key, value, /*may_stash=*/true);
+  }
 
   static std::uint64_t checked(std::uint64_t m) {
     if (m == 0) throw std::invalid_argument("SmartCuckooTable: buckets_per_table must be >= 1");
