@@ -135,26 +135,19 @@ void measure_lookups(Structure& s, const FilterBenchConfig& c,
       random_keys(c.seed, kNegativeStream, r.negative_queries);
   const auto neg_share = [&](unsigned t) { return (negatives.size() - t + n - 1) / n; };
 
-  // Plain lookups: one contains() per key.
+  // Lookups of `set`, each thread its share, kBatch keys at a time: plain through contains_each
+  // (one lookup call per key, in a loop as a user writes it), batched through contains_many.
   std::atomic<std::uint64_t> hits{0};
-  const auto plain = [&](const std::vector<std::uint64_t>& set, auto share) {
+  const auto lookups = [&](const std::vector<std::uint64_t>& set, auto share, bool batched) {
     hits = 0;
-    const double seconds = parallel_phase(s, c.pin, n, [&](unsigned t) {
-      std::uint64_t mine = 0;
-      for_share(set, t, n, share(t), [&](std::uint64_t k) { mine += s.contains(k); });
-      hits.fetch_add(mine, std::memory_order_relaxed);  // relaxed: read after the join
-    });
-    return seconds;
-  };
-  // Batched lookups: contains_many() over batches of kBatch keys.
-  const auto batched = [&](const std::vector<std::uint64_t>& set, auto share) {
     return parallel_phase(s, c.pin, n, [&](unsigned t) {
       std::vector<std::uint64_t> batch;
       batch.reserve(kBatch);
       const auto out = std::make_unique<bool[]>(kBatch);
       std::uint64_t mine = 0;
       const auto flush = [&] {
-        mine += s.contains_many(batch, std::span<bool>(out.get(), batch.size()));
+        const std::span<bool> found(out.get(), batch.size());
+        mine += batched ? s.contains_many(batch, found) : s.contains_each(batch, found);
         batch.clear();
       };
       for_share(set, t, n, share(t), [&](std::uint64_t k) {
@@ -162,7 +155,7 @@ void measure_lookups(Structure& s, const FilterBenchConfig& c,
         if (batch.size() == kBatch) flush();
       });
       flush();
-      hits.fetch_add(mine, std::memory_order_relaxed);  // keeps the lookups observable
+      hits.fetch_add(mine, std::memory_order_relaxed);  // relaxed: read after the join
     });
   };
   const auto pos_share = [&](unsigned t) { return stored[t]; };
@@ -170,13 +163,13 @@ void measure_lookups(Structure& s, const FilterBenchConfig& c,
     return static_cast<double>(q) / seconds / 1e6;
   };
 
-  r.positive_mops = mops(r.positive_queries, plain(keys, pos_share));
+  r.positive_mops = mops(r.positive_queries, lookups(keys, pos_share, false));
   r.false_negatives = r.positive_queries - hits.load();
-  r.negative_mops = mops(r.negative_queries, plain(negatives, neg_share));
+  r.negative_mops = mops(r.negative_queries, lookups(negatives, neg_share, false));
   r.false_positives = hits.load();
   r.fpr = static_cast<double>(r.false_positives) / static_cast<double>(r.negative_queries);
-  r.positive_batched_mops = mops(r.positive_queries, batched(keys, pos_share));
-  r.negative_batched_mops = mops(r.negative_queries, batched(negatives, neg_share));
+  r.positive_batched_mops = mops(r.positive_queries, lookups(keys, pos_share, true));
+  r.negative_batched_mops = mops(r.negative_queries, lookups(negatives, neg_share, true));
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 // The harness sees a structure only through `Structure`: uint64 keys in, booleans out. Hash
 // tables are sets (insert fails if the key is present, erase fails if it is absent); filters
 // report `false` from insert when full and from erase when no copy of the fingerprint is found.
-// Every structure pays the same indirect call per operation, so the comparison stays fair;
-// batched lookups (`contains_many`) amortize it for structures with a native batch API.
+// Updates pay one indirect call each, the same for every structure. Runs of lookups go through
+// one indirect call per run: `contains_each`, which every adapter implements (through
+// StructureBase) as a plain loop over its structure's own lookup, inlined -- the loop a user
+// writes --, or `contains_many` for structures with a native batch API.
 #pragma once
 
 #include <cstddef>
@@ -41,6 +43,11 @@ class Structure {
   virtual bool insert(std::uint64_t key) = 0;
   virtual bool contains(std::uint64_t key) const = 0;
   virtual bool erase(std::uint64_t key) = 0;
+  // Looks up keys[i] into out[i], one lookup call after the other, and returns the number of
+  // hits. Pure: every adapter gets it from StructureBase (below), so that no structure's lookups
+  // pay a per-key indirect call that another's do not.
+  virtual std::size_t contains_each(std::span<const std::uint64_t> keys,
+                                    std::span<bool> out) const = 0;
   // Looks up keys[i] into out[i]; returns the number of hits. Structures with a native batch
   // API (hash all, prefetch, then probe) override it.
   virtual std::size_t contains_many(std::span<const std::uint64_t> keys,
@@ -75,6 +82,22 @@ class Structure {
   // Called by every thread before its first and after its last operation (RCU registration).
   virtual void thread_enter() {}
   virtual void thread_exit() {}
+};
+
+// The base every adapter derives from: contains_each as a direct loop over the adapter's own
+// contains (a qualified, non-virtual call the compiler inlines), so a run of lookups costs what
+// the structure's lookups cost in a user's loop, not an indirect call each.
+template <class Adapter>
+class StructureBase : public Structure {
+ public:
+  std::size_t contains_each(std::span<const std::uint64_t> keys, std::span<bool> out) const final {
+    const auto& self = static_cast<const Adapter&>(*this);
+    std::size_t hits = 0;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      hits += (out[i] = self.Adapter::contains(keys[i]));
+    }
+    return hits;
+  }
 };
 
 struct StructureTraits {

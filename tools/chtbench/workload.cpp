@@ -114,7 +114,7 @@ constexpr std::uint64_t kInitialStream = 1;
 constexpr std::uint64_t kOpStream = 2;
 constexpr unsigned kSampleEvery = 64;   // one timed operation in 64
 constexpr unsigned kStopCheck = 64;     // operations between reads of the stop flag (sampled)
-constexpr std::size_t kDrawChunk = 64;  // operations drawn at a time, one call per operation
+constexpr std::size_t kDrawChunk = 256;  // operations drawn at a time, one call per operation
 
 std::int64_t rss_bytes() {
   std::ifstream statm("/proc/self/statm");
@@ -376,7 +376,7 @@ void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
       const std::span<const std::uint64_t> run_keys(keys.data(), run);
       std::size_t hits = 0;
       if (one_call) {
-        for (std::size_t k = 0; k < run; ++k) hits += (found[k] = s.contains(run_keys[k]));
+        hits = s.contains_each(run_keys, std::span<bool>(found.get(), run));
       } else {
         hits = s.contains_many(run_keys, std::span<bool>(found.get(), run));
       }

@@ -20,22 +20,6 @@ namespace {
 
 namespace sync = ccf::sync;
 
-template <template <unsigned> class Filter, unsigned... Widths>
-std::unique_ptr<Structure> make_with_width(const StructureConfig& c, const std::string& name) {
-  std::unique_ptr<Structure> made;
-  ((c.fp_bits == Widths ? void(made = std::make_unique<FilterAdapter<Filter<Widths>>>(
-                                   c.capacity, ccf::FilterOptions{.seed = c.seed}))
-                        : void()),
-   ...);
-  if (!made) {
-    std::string widths;
-    ((widths += (widths.empty() ? "" : ", ") + std::to_string(Widths)), ...);
-    throw std::invalid_argument(name + " supports --fp-bits " + widths + ", not " +
-                                std::to_string(c.fp_bits));
-  }
-  return made;
-}
-
 template <class Sync>
 struct Coarse {
   template <unsigned F>

@@ -1,6 +1,6 @@
-// The sequential ccf filters: cuckoo filters of run-time shape and the Bloom
-// baselines. For the Bloom filters, StructureConfig::fp_bits is the space budget in bits per
-// item, so one --fp-bits sweep compares the families at equal space.
+// The sequential ccf filters: cuckoo filters (one compiled filter per fingerprint width) and
+// the Bloom baselines. For the Bloom filters, StructureConfig::fp_bits is the space budget in bits
+// per item, so one --fp-bits sweep compares the families at equal space.
 #include <ccf/ccf.hpp>
 
 #include "adapters/filter_adapter.hpp"
@@ -9,15 +9,10 @@
 namespace chtbench {
 namespace {
 
-template <bool kSemiSorted>
-std::unique_ptr<Structure> make_cuckoo(const StructureConfig& c) {
-  return std::make_unique<FilterAdapter<ccf::AnyCuckooFilter>>(
-      ccf::FilterParams{.capacity = c.capacity,
-                        .fp_bits = c.fp_bits,
-                        .slots_per_bucket = 4,
-                        .semi_sorted = kSemiSorted,
-                        .options = {.seed = c.seed}});
-}
+template <unsigned F>
+using Packed = ccf::CuckooFilter<ccf::PackedTable<F, 4>>;
+template <unsigned F>
+using SemiSorted = ccf::CuckooFilter<ccf::SemiSortedTable<F>>;
 
 template <class Bloom>
 std::unique_ptr<Structure> make_bloom(const StructureConfig& c) {
@@ -27,12 +22,15 @@ std::unique_ptr<Structure> make_bloom(const StructureConfig& c) {
 }  // namespace
 
 void register_ccf_filters(Registry& r) {
-  const auto cuckoo = filter_traits<ccf::AnyCuckooFilter>(/*thread_safe=*/false);
   r.add({"cuckoo-filter", "ccf cuckoo filter, b = 4, fingerprint bits from --fp-bits (sequential)",
-         cuckoo, make_cuckoo<false>});
+         filter_traits<Packed<12>>(/*thread_safe=*/false), [](const StructureConfig& c) {
+           return make_with_width<Packed, 4, 8, 12, 16, 32>(c, "cuckoo-filter");
+         }});
   r.add({"cuckoo-filter-semisorted",
-         "ccf cuckoo filter, b = 4, semi-sorted buckets: 1 bit per item saved (sequential)", cuckoo,
-         make_cuckoo<true>});
+         "ccf cuckoo filter, b = 4, semi-sorted buckets: 1 bit per item saved (sequential)",
+         filter_traits<SemiSorted<12>>(/*thread_safe=*/false), [](const StructureConfig& c) {
+           return make_with_width<SemiSorted, 8, 12, 16>(c, "cuckoo-filter-semisorted");
+         }});
   r.add({"bloom", "ccf standard Bloom filter, --fp-bits bits per item (sequential, no erase)",
          filter_traits<ccf::BloomFilter>(false), make_bloom<ccf::BloomFilter>});
   r.add({"blocked-bloom",

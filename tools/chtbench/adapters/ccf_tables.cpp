@@ -23,7 +23,7 @@ namespace {
 // A table's set view. Both tables share this vocabulary (find / insert / erase / size /
 // capacity / memory_bytes / resizes).
 template <class Table>
-class TableSet final : public Structure {
+class TableSet final : public StructureBase<TableSet<Table>> {
  public:
   explicit TableSet(const StructureConfig& config) : table_(config.capacity) {}
 

@@ -5,11 +5,14 @@
 //          [](const StructureConfig& c) { return std::make_unique<FilterAdapter<F>>(...); }});
 #pragma once
 
+#include <ccf/filter_options.hpp>
 #include <ccf/status.hpp>
 #include <concepts>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "structure.hpp"
@@ -48,7 +51,7 @@ concept CountsKcas = requires(const F& f) {
 };
 
 template <class F>
-class FilterAdapter final : public Structure {
+class FilterAdapter final : public StructureBase<FilterAdapter<F>> {
  public:
   template <class... Args>
   explicit FilterAdapter(Args&&... args) : filter_(std::forward<Args>(args)...) {}
@@ -110,6 +113,25 @@ constexpr StructureTraits filter_traits(bool thread_safe) {
           .thread_safe = thread_safe,
           .erase = ErasableFilter<F>,
           .batched = BatchedFilter<F>};
+}
+
+// Makes FilterAdapter<Filter<F>> for the run's F = --fp-bits among `Widths`: each width its own
+// compiled filter, so lookups are inlined into the adapter's loops (no run-time shape dispatch).
+// std::invalid_argument names the widths `name` supports.
+template <template <unsigned> class Filter, unsigned... Widths>
+std::unique_ptr<Structure> make_with_width(const StructureConfig& c, const std::string& name) {
+  std::unique_ptr<Structure> made;
+  ((c.fp_bits == Widths ? void(made = std::make_unique<FilterAdapter<Filter<Widths>>>(
+                                   c.capacity, ccf::FilterOptions{.seed = c.seed}))
+                        : void()),
+   ...);
+  if (!made) {
+    std::string widths;
+    ((widths += (widths.empty() ? "" : ", ") + std::to_string(Widths)), ...);
+    throw std::invalid_argument(name + " supports --fp-bits " + widths + ", not " +
+                                std::to_string(c.fp_bits));
+  }
+  return made;
 }
 
 }  // namespace chtbench

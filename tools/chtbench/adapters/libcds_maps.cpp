@@ -418,7 +418,7 @@ struct NoScope {};
 // The adapter shared by the four maps.
 
 template <class Ops>
-class LibcdsSet final : public Structure {
+class LibcdsSet final : public StructureBase<LibcdsSet<Ops>> {
   using Map = typename Ops::Map;
   using Attached = std::conditional_t<Ops::kHazardPointers, LibcdsThread::Scope, NoScope>;
 

@@ -15,7 +15,7 @@ namespace chtbench {
 namespace {
 
 template <template <class> class SetOf>
-class LockedSet final : public Structure {
+class LockedSet final : public StructureBase<LockedSet<SetOf>> {
  public:
   explicit LockedSet(const StructureConfig& config)
       : capacity_(config.capacity), set_(CountingAllocator<std::uint64_t>(&meter_)) {

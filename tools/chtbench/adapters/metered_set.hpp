@@ -19,7 +19,7 @@
 namespace chtbench {
 
 template <class Ops>
-class MeteredSet final : public Structure {
+class MeteredSet final : public StructureBase<MeteredSet<Ops>> {
   using Map = typename Ops::Map;
 
  public:

@@ -12,7 +12,7 @@
 
 namespace chtbench {
 
-class NullStructure final : public Structure {
+class NullStructure final : public StructureBase<NullStructure> {
  public:
   bool insert(std::uint64_t key) override { return answer(key); }
   bool contains(std::uint64_t key) const override { return answer(key); }

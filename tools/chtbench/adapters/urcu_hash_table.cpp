@@ -61,7 +61,7 @@ void free_node(rcu_head* head) {
   delete caa_container_of(head, Node, rcu);
 }
 
-class UrcuHashTable final : public Structure {
+class UrcuHashTable final : public StructureBase<UrcuHashTable> {
  public:
   explicit UrcuHashTable(const StructureConfig& config)
       : capacity_(config.capacity),

@@ -34,7 +34,7 @@ struct Calls {
 
 // A thread-safe set that reports every call it receives to a Calls record. A `blind` one
 // answers every lookup "absent" (a broken filter, for the false-negative check).
-class CountingSet final : public Structure {
+class CountingSet final : public StructureBase<CountingSet> {
  public:
   explicit CountingSet(std::shared_ptr<Calls> calls, bool blind = false)
       : calls_(std::move(calls)), blind_(blind) {}
