@@ -112,8 +112,8 @@ namespace {
 
 constexpr std::uint64_t kInitialStream = 1;
 constexpr std::uint64_t kOpStream = 2;
-constexpr unsigned kSampleEvery = 64;   // one timed operation in 64
-constexpr unsigned kStopCheck = 64;     // operations between reads of the stop flag (sampled)
+constexpr unsigned kSampleEvery = 64;    // one timed operation in 64
+constexpr unsigned kStopCheck = 64;      // operations between reads of the stop flag (sampled)
 constexpr std::size_t kDrawChunk = 256;  // operations drawn at a time, one call per operation
 
 std::int64_t rss_bytes() {
