@@ -207,8 +207,10 @@ TEST(Cli, ConflictingValuesAreRefusedWithTheRange) {
       {{"run", "-s", "ccf-striped", "-i", "0"}, {"--range (r) must be set", "--initial (i) is 0"}},
       {{"run", "-s", "ccf-striped", "--batch", "4", "--latency"}, {"--batch", "--latency"}},
       {{"run", "-s", "ccf-striped", "-n", "1", "-n", "2"}, {"--threads"}},
-      {{"run", "-s", "cuckoo-filter", "--fp-bits", "7"}, {"--fp-bits 7", "supported"}},
-      {{"filter", "-s", "cuckoo-filter", "--fp-bits", "7"}, {"--fp-bits 7", "supported"}},
+      {{"run", "-s", "cuckoo-filter", "--fp-bits", "7"},
+       {"--fp-bits 7", "supports --fp-bits 4, 8, 12, 16, 32, not 7"}},
+      {{"filter", "-s", "cuckoo-filter", "--fp-bits", "7"},
+       {"--fp-bits 7", "supports --fp-bits 4, 8, 12, 16, 32, not 7"}},
       {{"filter", "-s", "ccf-striped", "--fp-bits", "8"}, {"--fp-bits 8", "supports --fp-bits"}},
   };
   for (const auto& [args, expected] : cases) expect_refused(args, expected);
