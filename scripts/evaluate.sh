@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Sets everything up, builds, and runs the main job: chtbench's quick side-by-side evaluation of
 # every filter and hash table (a table on stdout, progress on stderr, JSON and PNG plots in
-# out/evaluation). A few minutes on 2 cores. Extra arguments go to `chtbench suite quick`
-# (e.g. --structures ccf-striped,lf-cuckoo-filter); `suite full` is the long version.
+# out/evaluation), then SmartCuckoo's own comparison (`chtbench smart`, a few seconds, in
+# out/evaluation/smart_cuckoo.txt). A few minutes on 2 cores. Extra arguments go to
+# `chtbench suite quick` (e.g. --structures ccf-striped,lf-cuckoo-filter); `suite full` is the
+# long version.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 mkdir -p out/evaluation
 build/release/tools/chtbench/chtbench suite quick --out out/evaluation "$@"
+build/release/tools/chtbench/chtbench smart --buckets 1048576 -k 1 --out out/evaluation/smart_cuckoo.txt
+cat out/evaluation/smart_cuckoo.txt
 echo "results and plots: out/evaluation/" >&2
