@@ -145,7 +145,6 @@ class Ownership {
   bool owns(std::uint64_t key) const { return (key - 1) - rank(key) * n_ == thread_; }
   std::uint64_t rank(std::uint64_t key) const { return (key - 1) / divide_by_n_; }
   bool present(std::uint64_t rank) const { return (bits_[rank / 64] >> (rank % 64)) & 1; }
-  void prefetch(std::uint64_t rank) const { __builtin_prefetch(&bits_[rank / 64]); }
   void set(std::uint64_t rank, bool value) {
     const std::uint64_t mask = std::uint64_t{1} << (rank % 64);
     bits_[rank / 64] = value ? bits_[rank / 64] | mask : bits_[rank / 64] & ~mask;
@@ -239,12 +238,7 @@ class FilterPolicy {
       : own_(own), own_keys_(c.dist, own.ranks()), all_keys_(c.dist, c.range) {}
 
   Draw draw(OpKind kind, Rng& rng) {
-    if (kind == OpKind::kLookup) {
-      const std::uint64_t key = all_keys_(rng);
-      // The bitmap word arrives while the structure works, should missed_present need it.
-      if (sampled(key)) own_.prefetch(own_.rank(key));
-      return {key};
-    }
+    if (kind == OpKind::kLookup) return {all_keys_(rng)};
     const std::uint64_t rank = own_keys_(rng) - 1;
     return {own_.key(rank), own_.present(rank) != (kind == OpKind::kErase)};
   }
@@ -275,7 +269,9 @@ class FilterPolicy {
  private:
   // Lookups verify a sample of the keys: a lookup that did not find a sampled key this thread
   // knows is present is a false negative. One key in 16 is sampled, chosen by a multiplicative
-  // hash, so that most lookups pay neither the owner's division nor a bitmap read. The bitmap
+  // hash, so that most lookups pay neither the owner's division nor a bitmap read. (Prefetching
+  // the sampled keys' bitmap words while drawing them cost the harness more than it saved; see
+  // docs/chtbench.md, `run`, point 6.) The bitmap
   // is far larger than the caches: reading it on every miss added a cache miss of the harness's
   // own to half of all lookups, a fifth of a batched read-only run at i = 2^25. A fixed sample
   // checked on every lookup of it still catches any systematic false negative; updates always
