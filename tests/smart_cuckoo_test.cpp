@@ -229,6 +229,39 @@ TEST(SmartCuckoo, EveryInsertionPolicyKeepsExactlyTheModelsContents) {
   }
 }
 
+// Options::grow: a refused insert doubles the tables instead, for every policy; every key stays
+// findable through the rehashes, and the smart table's accounting is exact after them (and
+// after erases on the grown table).
+TEST(SmartCuckoo, GrowsInsteadOfRefusingWhenAsked) {
+  constexpr std::uint64_t kKeys = 5000;
+  for (const Insertion insertion : {Insertion::kSmart, Insertion::kMaxLoop, Insertion::kBfs}) {
+    Table t(4, {.insertion = insertion, .max_loop = 64, .seed = 9, .grow = true});
+    std::mt19937_64 rng(static_cast<unsigned>(insertion) + 1);
+    std::vector<std::uint64_t> keys(kKeys);
+    for (auto& key : keys) key = rng();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_EQ(t.insert(keys[i], i), Status::kOk) << "key " << i;
+    }
+    EXPECT_EQ(t.size(), kKeys);
+    // One-slot tables refuse from load ~0.5 on: 5000 keys need m >= 5000, i.e. 4 * 2^11.
+    EXPECT_GE(t.buckets(), 2 * kKeys);
+    EXPECT_GE(t.stats().resizes, 11u);
+    for (std::size_t i = 0; i < keys.size(); ++i) ASSERT_EQ(t.find(keys[i]), i);
+    for (std::size_t i = 0; i < keys.size(); i += 2) ASSERT_EQ(t.erase(keys[i]), Status::kOk);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_EQ(t.contains(keys[i]), i % 2 == 1) << "key " << i;
+    }
+    if (insertion == Insertion::kSmart) expect_accounting_exact(t, BruteForce(t));
+  }
+  Table fixed(4);  // without grow: kFull, nothing changed
+  std::uint64_t key = 0;
+  while (fixed.insert(++key, key) == Status::kOk) {
+  }
+  EXPECT_EQ(fixed.size(), key - 1);
+  EXPECT_FALSE(fixed.contains(key));
+  EXPECT_EQ(fixed.stats().resizes, 0u);
+}
+
 TEST(SmartCuckoo, BadArgumentsAreRefusedWithAReason) {
   EXPECT_THROW(Table(0), std::invalid_argument);
   EXPECT_THROW(Table(Table::kMaxBucketsPerTable + 1), std::length_error);

@@ -49,6 +49,9 @@
 //                        steps each, reading only; then move along the shorter chain that ends
 //                        in an empty bucket, if any.
 // After an erase from the tables, stash entries are offered to the tables again.
+// Options::grow: an insert that the tables and the stash refuse doubles m and rehashes every key
+// (doubling again if the rehash itself meets a refusal), then stores; without it the insert
+// returns kFull and changes nothing.
 #pragma once
 
 #include <algorithm>
@@ -81,6 +84,7 @@ struct Options {
   unsigned max_loop = 500;  // kMaxLoop: kicks per insert; kBfs: steps per chain
   std::size_t stash = 0;    // stash slots (0: none)
   std::uint64_t seed = kDefaultSeed;
+  bool grow = false;  // an insert refused (stash full) doubles m and rehashes, then stores
 };
 
 struct Stats {
@@ -92,6 +96,7 @@ struct Stats {
   std::uint64_t stashed = 0;             // keys put into the stash
   std::uint64_t case_v2 = 0, case_v1 = 0, case_v0 = 0;  // kSmart: the paper's insertion cases
   std::uint64_t recomputed_buckets = 0;                 // kSmart: buckets re-united after erases
+  std::uint64_t resizes = 0;                            // Options::grow: doublings of m
 };
 
 }  // namespace smart_cuckoo
@@ -208,7 +213,7 @@ class SmartCuckooTable
       if (assign) *present = value;
       return Status::kExists;
     }
-    return place(key, value, /*may_stash=*/true);
+    return place(key, value);
   }
 
   static std::uint64_t checked(std::uint64_t m) {
@@ -240,16 +245,46 @@ class SmartCuckooTable
     slots_[bucket] = {key, value, true};
   }
 
-  // Stores an absent key in the tables, or (may_stash) in the stash; kFull when neither.
-  Status place(const Key& key, const Value& value, bool may_stash) {
-    if (!into_tables(key, value, may_stash)) {
-      if (!may_stash || stash_.size() >= options_.stash) return Status::kFull;
-      stash_.emplace_back(key, value);
-      ++stats_.stashed;
+  // Stores an absent key in the tables, else in the stash, else (Options::grow) in tables
+  // twice as large; kFull when none of these.
+  Status place(const Key& key, const Value& value) {
+    while (!into_tables(key, value, /*may_stash=*/true)) {
+      if (stash_.size() < options_.stash) {
+        stash_.emplace_back(key, value);
+        ++stats_.stashed;
+        break;
+      }
+      if (!options_.grow || !grow()) return Status::kFull;
     }
     ++size_;
     ++stats_.inserted;
     return Status::kOk;
+  }
+
+  // Doubles m and re-inserts every key, the stash's too; doubles again if the rebuild itself
+  // meets a refusal. False, and nothing changed, at the table limit. The statistics carry on
+  // (a rehash's moves are not kicks).
+  bool grow() {
+    Options rebuild = options_;
+    rebuild.grow = false;
+    for (std::uint64_t m = 2 * m_; m <= kMaxBucketsPerTable; m *= 2) {
+      SmartCuckooTable bigger(m, rebuild, hash_, equal_);
+      bool all = true;
+      for (std::uint64_t b = 0; all && b < 2 * m_; ++b) {
+        all = !slots_[b].used || bigger.insert(slots_[b].key, slots_[b].value) == Status::kOk;
+      }
+      for (std::size_t i = 0; all && i < stash_.size(); ++i) {
+        all = bigger.insert(stash_[i].first, stash_[i].second) == Status::kOk;
+      }
+      if (!all) continue;
+      Stats stats = stats_;
+      ++stats.resizes;
+      *this = std::move(bigger);
+      options_.grow = true;
+      stats_ = stats;
+      return true;
+    }
+    return false;
   }
 
   // The insertion policy. False: the key found no room and the tables are as before.
