@@ -34,13 +34,18 @@ std::uint64_t key_of_rank(std::uint64_t rank) {
   return ccf::mix64(rank, 0x2545f4914f6cdd1dULL);
 }
 
+// A fresh table of the run's shape under one insertion policy.
+Table make_table(const SmartConfig& c, const std::string& insertion) {
+  return Table(c.buckets, {.insertion = parse_insertion(insertion),
+                           .max_loop = c.max_loop,
+                           .stash = c.stash,
+                           .seed = c.seed});
+}
+
 // One repeat of one mix on one policy.
 SmartResult run_once(const SmartConfig& c, const SmartMix& mix, const std::string& insertion,
                      unsigned repeat) {
-  Table table(c.buckets, {.insertion = parse_insertion(insertion),
-                          .max_loop = c.max_loop,
-                          .stash = c.stash,
-                          .seed = c.seed});
+  Table table = make_table(c, insertion);
   const std::uint64_t ranks = 8 * c.buckets;
   const auto preload = static_cast<std::uint64_t>(c.preload * 2.0 * static_cast<double>(c.buckets));
   // The preload: ranks 1, 2, ... (under zipf, the popular ones) until the load is reached.
@@ -98,10 +103,7 @@ SmartResult run_once(const SmartConfig& c, const SmartMix& mix, const std::strin
 
 // Distinct uniform keys into an empty table until the first refusal.
 double load_at_first_failure(const SmartConfig& c, const std::string& insertion) {
-  Table table(c.buckets, {.insertion = parse_insertion(insertion),
-                          .max_loop = c.max_loop,
-                          .stash = c.stash,
-                          .seed = c.seed});
+  Table table = make_table(c, insertion);
   Rng rng(stream_seed(c.seed, kFirstFailureStream, 0));
   while (table.insert(rng(), 0) != ccf::Status::kFull) {
   }

@@ -217,27 +217,29 @@ std::vector<Series> line_series(const std::vector<Done>& done, const std::string
   return out;
 }
 
+// A sweep figure: one panel per family, side by side, each with its own legend.
+Figure family_figure(std::string name, std::string title) {
+  return {.name = std::move(name),
+          .title = std::move(title),
+          .rows = 1,
+          .cols = static_cast<int>(kFamilies.size()),
+          .width = 2400,
+          .height = 1100,
+          .legend_per_panel = true};
+}
+
 // Throughput against threads, update ratio and initial size: one figure per sweep.
 std::vector<Figure> sweep_figures(const std::vector<Done>& done, const Plan& plan) {
   std::vector<Figure> figures;
   const auto mops = [](const RunResult& r) { return r.throughput_mops; };
   const auto threads_x = [](const RunResult& r) { return static_cast<double>(r.config.threads); };
   const auto update_x = [](const RunResult& r) { return static_cast<double>(r.config.update_pct); };
-  Figure threads{.name = "throughput_vs_threads",
-                 .title = fmt::format("Throughput vs threads (u = {}%, i = {}, r = 2i)",
-                                      plan.update, plan.initial),
-                 .rows = 1,
-                 .cols = static_cast<int>(kFamilies.size()),
-                 .width = 2400,
-                 .height = 1100,
-                 .legend_per_panel = true};
-  Figure update{.name = "throughput_vs_update",
-                .title = fmt::format("Throughput vs update ratio (i = {}, r = 2i)", plan.initial),
-                .rows = 1,
-                .cols = static_cast<int>(kFamilies.size()),
-                .width = 2400,
-                .height = 1100,
-                .legend_per_panel = true};
+  Figure threads = family_figure(
+      "throughput_vs_threads",
+      fmt::format("Throughput vs threads (u = {}%, i = {}, r = 2i)", plan.update, plan.initial));
+  Figure update =
+      family_figure("throughput_vs_update",
+                    fmt::format("Throughput vs update ratio (i = {}, r = 2i)", plan.initial));
   for (const auto& [family, name] : kFamilies) {
     Panel by_threads{.title = name,
                      .xlabel = "threads (n)",
@@ -257,17 +259,12 @@ std::vector<Figure> sweep_figures(const std::vector<Done>& done, const Plan& pla
   const auto initial_x = [](const RunResult& r) { return static_cast<double>(r.config.initial); };
   const auto to_limit = [](const RunResult& r) { return r.throughput_mops / r.limit_mops; };
   for (const bool ratio : {false, true}) {
-    Figure initial{
-        .name = ratio ? "throughput_to_limit_vs_initial" : "throughput_vs_initial",
-        .title = ratio ? fmt::format("Cache-size sweep (u = {}%, r = 2i): throughput / memory "
-                                     "limit (2 random lines per op)",
-                                     plan.update)
-                       : fmt::format("Cache-size sweep (u = {}%, r = 2i)", plan.update),
-        .rows = 1,
-        .cols = static_cast<int>(kFamilies.size()),
-        .width = 2400,
-        .height = 1100,
-        .legend_per_panel = true};
+    Figure initial = family_figure(
+        ratio ? "throughput_to_limit_vs_initial" : "throughput_vs_initial",
+        ratio ? fmt::format("Cache-size sweep (u = {}%, r = 2i): throughput / memory limit "
+                            "(2 random lines per op)",
+                            plan.update)
+              : fmt::format("Cache-size sweep (u = {}%, r = 2i)", plan.update));
     for (const auto& [family, name] : kFamilies) {
       initial.panels.push_back(
           {.title = name,

@@ -119,6 +119,7 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     return std::nullopt;
   }
   // contains, insert (kOk or kExists) and insert_or_assign: detail::MapApi over find and put.
+
   // kOk, or kNotFound.
   Status erase(std::uint64_t key) {
     check(key);

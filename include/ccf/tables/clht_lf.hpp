@@ -108,6 +108,7 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
   }
   // contains, insert and insert_or_assign: detail::MapApi over find and put; kFull only for a
   // degenerate hash (see the header; nothing changed).
+
   // kOk, or kNotFound.
   Status erase(std::uint64_t key) {
     check(key);

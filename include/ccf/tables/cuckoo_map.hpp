@@ -119,6 +119,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   }
   // contains, insert and insert_or_assign: detail::MapApi over find and put; kFull only for a
   // degenerate hash (more than 8 keys with one 64-bit hash; nothing changed).
+
   // kOk, or kNotFound.
   Status erase(const Key& key) {
     const std::uint64_t h = hash(key);

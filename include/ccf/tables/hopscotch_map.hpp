@@ -99,6 +99,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H>, std::uint64_t, std::
   }
   // contains, insert and insert_or_assign: detail::MapApi over find and put; kFull only for a
   // degenerate hash (see the header; nothing changed).
+
   // kOk, or kNotFound.
   Status erase(std::uint64_t key) {
     check(key);
