@@ -9,7 +9,7 @@ packages=(
   clang libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libxxhash-dev libtbb-dev liburcu-dev libcds-dev libabsl-dev libhwloc-dev libdivide-dev
-  libcuckoo-dev
+  libcuckoo-dev libssl-dev wamerican
   libcli11-dev libfmt-dev nlohmann-json3-dev
   gnuplot-nox python3
 )

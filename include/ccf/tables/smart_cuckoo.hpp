@@ -1,7 +1,7 @@
 // SmartCuckooTable: cuckoo hashing that knows before it kicks whether an insertion can succeed,
 // after Sun, Hua, Feng, Yang, Zuo, Cao and Xie, "SmartCuckoo: A Fast and Cost-Efficient
 // Hashing Index Scheme for Cloud Storage Systems" (USENIX ATC 2017). Sequential (one thread
-// at a time). chtbench-style figures: tools/smartbench; docs/smart_cuckoo.md.
+// at a time). Benchmark: `chtbench smart`; docs/smart_cuckoo.md.
 //
 // Layout: d = 2 tables of m one-slot buckets, bucket ids 0 .. m-1 (table 1) and m .. 2m-1
 // (table 2). A key k has h1(k) in table 1 and h2(k) in table 2, both from one 64-bit hash of
