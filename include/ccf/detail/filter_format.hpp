@@ -218,6 +218,7 @@ inline constexpr std::size_t kPayloadChunkBytes = std::size_t{1} << 20;
 template <class Place>
 void read_checked_payload(std::istream& in, std::uint64_t bytes, Place place) {
   XXH3_state_t state;
+  XXH3_INITSTATE(&state);  // as xxhash.h asks of a state on the stack
   XXH3_64bits_reset(&state);
   for (std::uint64_t done = 0; done < bytes;) {
     const auto size =

@@ -90,6 +90,9 @@ inline std::optional<std::string> file_header_problem(const char* bytes) {
 inline std::uint64_t entry_checksum(const char* fields, std::string_view key,
                                     std::string_view data) noexcept {
   XXH3_state_t state;
+  // A state on the stack must be initialized first: reset_withSeed skips deriving the secret
+  // when the (otherwise uninitialized) stored seed already equals the new one.
+  XXH3_INITSTATE(&state);
   XXH3_64bits_reset_withSeed(&state, kEntrySeed);
   XXH3_64bits_update(&state, fields, kEntryHeaderBytes - 8);
   XXH3_64bits_update(&state, key.data(), key.size());

@@ -446,37 +446,54 @@ class LogStore {
     }
   }
 
-  // Replays every entry into the index; see the header comment for the torn-tail rule.
+  // Replays every entry into the index; see the header comment for the torn-tail rule. Two
+  // passes: a sequential scan checks every entry and notes (hash, offset) of each, then the
+  // index, sized for the puts seen, replays them in order (no doubling, so no key re-reads).
   void recover() {
-    index_ = LogIndex(options_.initial_buckets);
-    std::vector<char> buffer;
+    struct Record {
+      std::uint64_t hash;
+      std::uint64_t offset;
+      std::uint64_t bytes;
+      EntryKind kind;
+    };
+    std::vector<Record> records;
+    std::uint64_t puts = 0;
+    std::vector<char> window;  // file bytes [window_start, window_start + window_bytes)
+    std::uint64_t window_start = 0;
+    std::size_t window_bytes = 0;
+    auto bytes_at = [&](std::uint64_t at, std::size_t n) {  // n <= file_bytes_ - at
+      if (at < window_start || at + n > window_start + window_bytes) {
+        window.resize(std::max<std::size_t>(std::size_t{4} << 20, n));
+        window_start = at;
+        window_bytes =
+            detail::read_at(file_, fd_.get(), window.data(),
+                            std::min<std::uint64_t>(window.size(), file_bytes_ - at), at);
+      }
+      return window.data() + (at - window_start);
+    };
     std::uint64_t offset = kFileHeaderBytes;
-    std::string key;
     while (offset < file_bytes_) {
       const std::uint64_t left = file_bytes_ - offset;
-      std::array<char, kEntryHeaderBytes> head{};
-      const auto header =
-          left < kEntryHeaderBytes
-              ? std::nullopt
-              : (detail::read_at(file_, fd_.get(), head.data(), head.size(), offset),
-                 decode_entry_header(head.data()));
-      bool intact = header && header->entry_bytes() <= left;
-      if (intact) {
-        buffer.resize(header->entry_bytes());
-        detail::read_at(file_, fd_.get(), buffer.data(), buffer.size(), offset);
-        key.assign(buffer.data() + kEntryHeaderBytes, header->key_bytes);
-        intact = entry_intact(
-            *header, buffer.data(), key,
-            {buffer.data() + kEntryHeaderBytes + header->key_bytes, header->data_bytes});
-      }
-      if (!intact) {
+      const auto header = left < kEntryHeaderBytes
+                              ? std::nullopt
+                              : decode_entry_header(bytes_at(offset, kEntryHeaderBytes));
+      const bool whole = header && header->entry_bytes() <= left;
+      const char* entry = whole ? bytes_at(offset, header->entry_bytes()) : nullptr;
+      const std::string_view key(entry + kEntryHeaderBytes, whole ? header->key_bytes : 0);
+      if (!whole ||
+          !entry_intact(*header, entry, key, {key.data() + key.size(), header->data_bytes})) {
         torn_tail(offset, header && header->entry_bytes() < left);
-        return;
+        break;
       }
-      replay(*header, key, offset);
+      records.push_back({hash_of(key), offset, header->entry_bytes(), header->kind});
+      puts += header->kind == EntryKind::kPut;
       offset += header->entry_bytes();
     }
     log_end_ = offset;
+    window = {};
+    const std::uint64_t wanted = puts / LogIndex::kSlots + puts / (LogIndex::kSlots * 8) + 1;
+    index_ = LogIndex(std::max(options_.initial_buckets, wanted));  // about 90% full at most
+    for (const Record& r : records) replay(r.kind, r.hash, r.offset, r.bytes);
   }
 
   // The entry at offset is not intact. It is a torn tail unless an entry may follow it.
@@ -513,10 +530,15 @@ class LogStore {
     return true;
   }
 
-  void replay(const EntryHeader& header, std::string_view key, std::uint64_t offset) {
-    const std::uint64_t hash = hash_of(key);
-    const auto slot = find(hash, key);
-    if (header.kind == EntryKind::kTombstone) {
+  void replay(EntryKind kind, std::uint64_t hash, std::uint64_t offset, std::uint64_t bytes) {
+    std::string key;  // read only when a tag matches
+    std::string stored;
+    const auto slot = index_.find(hash, [&](std::uint64_t candidate) {
+      if (key.empty()) read_key(offset, key);
+      read_key(candidate, stored);
+      return stored == key;
+    });
+    if (kind == EntryKind::kTombstone) {
       ++recovery_.tombstones;
       ++dead_entries_;  // the tombstone, and the put it ends
       if (slot) {
@@ -532,7 +554,7 @@ class LogStore {
       return;
     }
     index(hash, offset);
-    live_bytes_ += header.entry_bytes();
+    live_bytes_ += bytes;
   }
 
   std::uint64_t append(EntryKind kind, std::string_view key, std::string_view data) {
