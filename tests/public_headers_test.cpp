@@ -1,4 +1,5 @@
 // The public headers behave in the user's translation unit: ccf.hpp includes every one of them
+// (but the log store's, which need OpenSSL, included here too)
 // (CMake also compiles each alone, tests/CMakeLists.txt), and none leaves a macro of its own
 // behind -- neither a CCF_ one nor the XXH_INLINE_ALL that hash.hpp needs around <xxhash.h>.
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 #include <string_view>
 
 #include "ccf/ccf.hpp"
+#include "ccf/store/log_store.hpp"
 
 #if defined(XXH_INLINE_ALL)
 #error "a public header leaked XXH_INLINE_ALL"

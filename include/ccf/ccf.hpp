@@ -1,4 +1,6 @@
-// Umbrella header: every public header of the ccf library (docs/design.md has the map).
+// Umbrella header: every public header of the ccf library (docs/design.md has the map), but the
+// log store's (ccf/store/), which needs OpenSSL: include ccf/store/log_store.hpp and link
+// ccf::log_store.
 #pragma once
 
 #include "ccf/any_cuckoo_filter.hpp"

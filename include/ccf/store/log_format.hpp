@@ -43,6 +43,9 @@ inline constexpr std::size_t kFileHeaderBytes = 16;
 inline constexpr std::size_t kEntryHeaderBytes = 16;
 inline constexpr std::size_t kMaxKeyBytes = 1024;
 inline constexpr std::size_t kMaxDataBytes = std::size_t{1} << 30;
+// One read of this many bytes fetches an entry's header and key (and all of a short entry).
+inline constexpr std::size_t kProbeBytes = 4096;
+static_assert(kProbeBytes >= kEntryHeaderBytes + kMaxKeyBytes);
 inline constexpr std::uint64_t kEntrySeed = 0x6c6f672d63636621ULL;
 
 enum class EntryKind : std::uint8_t { kPut = 1, kTombstone = 2 };

@@ -251,9 +251,11 @@ class LogStore {
   // LogError when the entry fails its checksum (it is never served).
   std::optional<std::string> get(std::string_view key) const {
     std::shared_lock lock(mutex_);
-    const auto slot = find(hash_of(key), key);
+    std::string entry;
+    const auto slot = find(hash_of(key), key, entry);
     if (!slot) return std::nullopt;
-    return read_entry(index_.offset_at(*slot)).second;
+    const EntryHeader header = complete(index_.offset_at(*slot), entry);
+    return entry.substr(kEntryHeaderBytes + header.key_bytes);
   }
 
   bool contains(std::string_view key) const {
@@ -266,9 +268,10 @@ class LogStore {
     check_key(key);
     std::unique_lock lock(mutex_);
     check_writable();
-    const auto slot = find(hash_of(key), key);
+    std::string entry;
+    const auto slot = find(hash_of(key), key, entry);
     if (!slot) return Status::kNotFound;
-    const EntryHeader erased = read_header(index_.offset_at(*slot));
+    const EntryHeader erased = *decode_entry_header(entry.data());  // checked by find's probe
     append(EntryKind::kTombstone, key, {});
     index_.mark_deleted(*slot);
     live_bytes_ -= erased.entry_bytes();
@@ -300,17 +303,18 @@ class LogStore {
     detail::Fd out(::open(temp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (out.get() < 0) detail::fail(temp, "cannot create", errno);
     if (::flock(out.get(), LOCK_EX | LOCK_NB) != 0) detail::fail(temp, "cannot lock", errno);
-    const auto header = encode_file_header();
-    detail::write_at(temp, out.get(), {{header.data(), header.size()}}, 0);
+    const auto file_header = encode_file_header();
+    detail::write_at(temp, out.get(), {{file_header.data(), file_header.size()}}, 0);
 
     const std::vector<std::uint64_t> offsets = live_offsets();
     std::vector<std::pair<std::uint64_t, std::uint64_t>> entries;  // (hash, new offset)
     entries.reserve(offsets.size());
     std::uint64_t end = kFileHeaderBytes;
+    std::string entry;
     for (const std::uint64_t offset : offsets) {
-      const auto [entry, data] = read_entry(offset);
-      const std::string_view key(entry.data() + kEntryHeaderBytes,
-                                 entry.size() - kEntryHeaderBytes - data.size());
+      probe(offset, entry);
+      const EntryHeader header = complete(offset, entry);
+      const std::string_view key(entry.data() + kEntryHeaderBytes, header.key_bytes);
       detail::write_at(temp, out.get(), {entry}, end);
       entries.emplace_back(hash_of(key), end);
       end += entry.size();
@@ -629,16 +633,21 @@ class LogStore {
     return offsets;
   }
 
-  // The index slot of key, confirmed by reading each tag match's key from the log.
-  std::optional<std::size_t> find(std::uint64_t hash, std::string_view key) const {
-    std::string stored;
+  // The index slot of key, confirmed by reading each tag match's key from the log; `entry`
+  // keeps what was read of the matching entry (see probe).
+  std::optional<std::size_t> find(std::uint64_t hash, std::string_view key,
+                                  std::string& entry) const {
     return index_.find(hash, [&](std::uint64_t offset) {
       verify_reads_.fetch_add(1, std::memory_order_relaxed);
-      read_key(offset, stored);
-      const bool same = stored == key;
+      const EntryHeader header = probe(offset, entry);
+      const bool same = std::string_view(entry).substr(kEntryHeaderBytes, header.key_bytes) == key;
       if (!same) false_tag_matches_.fetch_add(1, std::memory_order_relaxed);
       return same;
     });
+  }
+  std::optional<std::size_t> find(std::uint64_t hash, std::string_view key) const {
+    std::string entry;
+    return find(hash, key, entry);
   }
 
   EntryHeader read_header(std::uint64_t offset) const {
@@ -651,32 +660,43 @@ class LogStore {
     return *header;
   }
 
-  EntryHeader read_key(std::uint64_t offset, std::string& key) const {
-    const EntryHeader header = read_header(offset);
-    key.resize(header.key_bytes);
-    if (detail::read_at(file_, fd_.get(), key.data(), key.size(), offset + kEntryHeaderBytes) !=
-        key.size()) {
+  // Reads the entry at offset into `entry` with one read of kProbeBytes: at least its header
+  // and key, and all of it when it is that short.
+  EntryHeader probe(std::uint64_t offset, std::string& entry) const {
+    entry.resize(kProbeBytes);
+    const std::size_t got = detail::read_at(file_, fd_.get(), entry.data(), entry.size(), offset);
+    const auto header = got >= kEntryHeaderBytes ? decode_entry_header(entry.data()) : std::nullopt;
+    if (!header) detail::fail(file_, "corrupt entry header at offset " + std::to_string(offset));
+    if (got < kEntryHeaderBytes + header->key_bytes) {
       detail::fail(file_, "entry at offset " + std::to_string(offset) + " is cut short");
     }
-    return header;
+    entry.resize(std::min<std::uint64_t>(got, header->entry_bytes()));
+    return *header;
   }
 
-  // The whole entry at offset (header, key, data) and its data, checksum verified.
-  std::pair<std::string, std::string> read_entry(std::uint64_t offset) const {
-    const EntryHeader header = read_header(offset);
-    std::string entry(header.entry_bytes(), '\0');
-    if (detail::read_at(file_, fd_.get(), entry.data(), entry.size(), offset) != entry.size()) {
+  // Reads the rest of a probed entry and checks its checksum; returns its header.
+  EntryHeader complete(std::uint64_t offset, std::string& entry) const {
+    const EntryHeader header = *decode_entry_header(entry.data());
+    const std::size_t have = entry.size();
+    entry.resize(header.entry_bytes());
+    if (detail::read_at(file_, fd_.get(), entry.data() + have, entry.size() - have,
+                        offset + have) != entry.size() - have) {
       detail::fail(file_, "entry at offset " + std::to_string(offset) + " is cut short");
     }
-    const std::size_t data_at = kEntryHeaderBytes + header.key_bytes;
     const std::string_view key(entry.data() + kEntryHeaderBytes, header.key_bytes);
-    const std::string_view data(entry.data() + data_at, header.data_bytes);
+    const std::string_view data(key.data() + key.size(), header.data_bytes);
     if (!entry_intact(header, entry.data(), key, data)) {
       detail::fail(file_, "entry at offset " + std::to_string(offset) +
                               " fails its checksum; it is not served");
     }
-    std::string value(data);
-    return {std::move(entry), std::move(value)};
+    return header;
+  }
+
+  EntryHeader read_key(std::uint64_t offset, std::string& key) const {
+    std::string entry;
+    const EntryHeader header = probe(offset, entry);
+    key.assign(entry, kEntryHeaderBytes, header.key_bytes);
+    return header;
   }
 
   LogStoreOptions options_;
