@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -18,6 +19,7 @@
 #include "ccf/cuckoo_filter.hpp"
 #include "ccf/detail/filter_format.hpp"
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
+#include "ccf/store/log_store.hpp"
 
 namespace {
 
@@ -129,6 +131,40 @@ void lock_free_filter_corpus(const fs::path& dir) {
   write_malformed(dir, lock_free_file<12>());
 }
 
+// Log store files (store/log_format.hpp): puts, tombstones, a key stored again after its
+// delete, content keys, a torn tail, a zero tail, a corrupt middle entry.
+void log_store_corpus(const fs::path& dir) {
+  using ccf::store::LogStore;
+  const fs::path scratch = fs::temp_directory_path() / "ccf-make-corpus-log";
+  auto log_of = [&](auto&& fill) {
+    fs::remove_all(scratch);
+    {
+      ccf::store::LogStoreOptions options;
+      options.sync = ccf::store::SyncPolicy::kNone;
+      LogStore store(scratch, options);
+      fill(store);
+    }
+    std::ifstream in(scratch / LogStore::kLogFileName, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  write(dir / "empty.log", log_of([](LogStore&) {}));
+  const std::string mixed = log_of([](LogStore& store) {
+    for (int i = 0; i < 6; ++i) store.put("key" + std::to_string(i), std::string(i * 3, 'v'));
+    store.erase("key2");
+    store.erase("key4");
+    store.put("key2", "again");
+    store.put("content-addressed data");
+  });
+  write(dir / "mixed.log", mixed);
+  write(dir / "torn-tail.log", mixed.substr(0, mixed.size() - 5));
+  write(dir / "zero-tail.log", mixed + std::string(40, '\0'));
+  std::string corrupt = mixed;
+  corrupt[ccf::store::kFileHeaderBytes + 17] ^= 1;
+  write(dir / "corrupt-middle.log", corrupt);
+  write(dir / "header-prefix.log", mixed.substr(0, 7));
+  fs::remove_all(scratch);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -140,7 +176,8 @@ int main(int argc, char** argv) {
   const std::tuple<const char*, void (*)(const fs::path&)> targets[] = {
       {"cuckoo_filter", cuckoo_filter_corpus},
       {"striped_filter", striped_filter_corpus},
-      {"lock_free_filter", lock_free_filter_corpus}};
+      {"lock_free_filter", lock_free_filter_corpus},
+      {"log_store", log_store_corpus}};
   for (const auto& [name, make] : targets) {
     const fs::path dir = root / name;
     fs::create_directories(dir);

@@ -467,7 +467,9 @@ class LogStore {
     std::size_t window_bytes = 0;
     auto bytes_at = [&](std::uint64_t at, std::size_t n) {  // n <= file_bytes_ - at
       if (at < window_start || at + n > window_start + window_bytes) {
-        window.resize(std::max<std::size_t>(std::size_t{4} << 20, n));
+        // 4 MiB reads, or the whole file when it is smaller (n fits: it is at most what is left).
+        window.resize(
+            std::max<std::size_t>(std::min<std::uint64_t>(std::uint64_t{4} << 20, file_bytes_), n));
         window_start = at;
         window_bytes =
             detail::read_at(file_, fd_.get(), window.data(),
@@ -483,7 +485,8 @@ class LogStore {
                               : decode_entry_header(bytes_at(offset, kEntryHeaderBytes));
       const bool whole = header && header->entry_bytes() <= left;
       const char* entry = whole ? bytes_at(offset, header->entry_bytes()) : nullptr;
-      const std::string_view key(entry + kEntryHeaderBytes, whole ? header->key_bytes : 0);
+      const std::string_view key =
+          whole ? std::string_view(entry + kEntryHeaderBytes, header->key_bytes) : "";
       if (!whole ||
           !entry_intact(*header, entry, key, {key.data() + key.size(), header->data_bytes})) {
         torn_tail(offset, header && header->entry_bytes() < left);
