@@ -49,13 +49,10 @@ class Structure {
   virtual std::size_t contains_each(std::span<const std::uint64_t> keys,
                                     std::span<bool> out) const = 0;
   // Looks up keys[i] into out[i]; returns the number of hits. Structures with a native batch
-  // API (hash all, prefetch, then probe) override it.
+  // API (hash all, prefetch, then probe) override it; for the others StructureBase makes it
+  // contains_each (one indirect call per batch, as for every structure).
   virtual std::size_t contains_many(std::span<const std::uint64_t> keys,
-                                    std::span<bool> out) const {
-    std::size_t hits = 0;
-    for (std::size_t i = 0; i < keys.size(); ++i) hits += (out[i] = contains(keys[i]));
-    return hits;
-  }
+                                    std::span<bool> out) const = 0;
 
   // Inserts keys in order and stops at the first failure; returns how many leading keys were
   // inserted. Structures with a native batch API (hash ahead, prefetch, insert) override it.
@@ -86,7 +83,8 @@ class Structure {
 
 // The base every adapter derives from: contains_each as a direct loop over the adapter's own
 // contains (a qualified, non-virtual call the compiler inlines), so a run of lookups costs what
-// the structure's lookups cost in a user's loop, not an indirect call each.
+// the structure's lookups cost in a user's loop, not an indirect call each; and the same loop as
+// contains_many for structures without a native batch API.
 template <class Adapter>
 class StructureBase : public Structure {
  public:
@@ -97,6 +95,10 @@ class StructureBase : public Structure {
       hits += (out[i] = self.Adapter::contains(keys[i]));
     }
     return hits;
+  }
+  std::size_t contains_many(std::span<const std::uint64_t> keys,
+                            std::span<bool> out) const override {
+    return StructureBase::contains_each(keys, out);
   }
 };
 

@@ -222,6 +222,7 @@ class SetPolicy {
  public:
   SetPolicy(const RunConfig& c, Ownership&) : keys_(c.dist, c.range) {}
   Draw draw(OpKind, Rng& rng) { return {keys_(rng)}; }
+  void draw_lookups(std::span<std::uint64_t> keys, Rng& rng) const { keys_.fill(keys, rng); }
   void after(OpKind, const Draw&, bool, ThreadStats&) {}
   void after_lookups(std::span<const std::uint64_t>, std::span<const bool>, ThreadStats&) {}
 
@@ -242,6 +243,8 @@ class FilterPolicy {
     const std::uint64_t rank = own_keys_(rng) - 1;
     return {own_.key(rank), own_.present(rank) != (kind == OpKind::kErase)};
   }
+  // draw(kLookup) for every key of a run of lookups.
+  void draw_lookups(std::span<std::uint64_t> keys, Rng& rng) const { all_keys_.fill(keys, rng); }
 
   void after(OpKind kind, const Draw& d, bool ok, ThreadStats& stats) {
     if (d.refused) return;
@@ -365,10 +368,9 @@ void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
         ++i;
         continue;
       }
-      std::size_t run = 0;
-      for (; i + run < kinds.size() && kinds[i + run] == OpKind::kLookup; ++run) {
-        keys[run] = policy.draw(OpKind::kLookup, rng).key;
-      }
+      std::size_t run = mix.updates > 0 ? 0 : kinds.size() - i;  // read-only: all lookups
+      while (i + run < kinds.size() && kinds[i + run] == OpKind::kLookup) ++run;
+      policy.draw_lookups(std::span<std::uint64_t>(keys.data(), run), rng);
       const std::span<const std::uint64_t> run_keys(keys.data(), run);
       std::size_t hits = 0;
       if (one_call) {

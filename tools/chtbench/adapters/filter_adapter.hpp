@@ -70,7 +70,7 @@ class FilterAdapter final : public StructureBase<FilterAdapter<F>> {
     if constexpr (BatchedFilter<F>) {
       return filter_.contains_many(keys, out);
     } else {
-      return Structure::contains_many(keys, out);
+      return this->contains_each(keys, out);
     }
   }
   std::size_t insert_many(std::span<const std::uint64_t> keys) override {
