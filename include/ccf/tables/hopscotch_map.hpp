@@ -21,15 +21,15 @@
 //           it points at and the value -- validated by that segment's sequence number. By (I)
 //           every change that could make the read wrong holds that lock, so a read that
 //           validates saw one moment.
-//   insert  lock the segments s - 1, s, s + 1 of the home (in stripe order: no deadlock); refuse
-//           a present key (kExists); claim the first free bucket f >= home with a CAS of its key
+//   insert  lock the segments s and s + 1 of the home (in stripe order: no deadlock); refuse a
+//           present key (kExists); claim the first free bucket f >= home with a CAS of its key
 //           0 -> key (inserters of other segments probe the same buckets). While f is H or more
-//           buckets from home: find in the H - 1 buckets before f a published item whose home is
-//           in the locked segments and whose neighbourhood reaches f, move it to f (its home's
-//           bitmap gains f and loses its old place), and go on from its old bucket. Then write
-//           the value, and publish with the home's bit (release). Every item moved has its home
-//           within 2H < S buckets before f, and f lies at most 2S after home: all homes touched
-//           are in the three locked segments.
+//           buckets from home: find in the H - 1 buckets before f a published item whose
+//           neighbourhood reaches f, move it to f (its home's bitmap gains f and loses its old
+//           place), and go on from its old bucket. Then write the value, and publish with the
+//           home's bit (release). A moved item's home m has f - m < H <= f - home, so m > home;
+//           and f <= reach(home), the end of segment s + 1: every home an insert touches lies in
+//           the two locked segments, never before home's.
 //   erase   lock the home's segment; clear the item's bit, then free its bucket (key 0).
 //   resize  when no free bucket lies within reach (to the end of segment s + 1) or none can be
 //           hopped into the neighbourhood, and the table is at least half full: every stripe
@@ -67,8 +67,17 @@
 
 namespace ccf {
 
-template <unsigned H = 32>
-class HopscotchMap : public detail::MapApi<HopscotchMap<H>, std::uint64_t, std::uint64_t> {
+namespace hopscotch {
+// The default test hook: nothing. A Hook with `static void on_move(std::uint64_t key)` is called
+// by an insert that moves an item, after the item is copied to its new bucket and before it
+// leaves the old one (tests pause there to show who else must wait).
+struct NoHook {
+  static void on_move(std::uint64_t) noexcept {}
+};
+}  // namespace hopscotch
+
+template <unsigned H = 32, class Hook = hopscotch::NoHook>
+class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t, std::uint64_t> {
   static_assert(H == 32 || H == 64, "the neighbourhood is 32 or 64 buckets");
 
  public:
@@ -136,7 +145,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H>, std::uint64_t, std::
   }
 
  private:
-  friend class detail::MapApi<HopscotchMap<H>, std::uint64_t, std::uint64_t>;
+  friend class detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t, std::uint64_t>;
   static constexpr std::uint64_t kSegment = 256;  // buckets; at least 2H (see insert)
   static_assert(2 * H <= kSegment);
   static constexpr std::uint64_t kMaxHomes = std::uint64_t{1} << 40;
@@ -209,8 +218,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H>, std::uint64_t, std::
       const std::uint64_t segment = home / kSegment;
       std::optional<Status> status;
       {
-        const sync::SeqStripes::Guard guard(stripes_, segment - (segment > 0), segment,
-                                            segment + 1);
+        const sync::SeqStripes::Guard guard(stripes_, segment, segment + 1);
         if (!tables_.is_current(&table)) continue;
         status = place(table, home, key, value, assign);
       }
@@ -224,7 +232,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H>, std::uint64_t, std::
     }
   }
 
-  // Under the locks of home's segment and its two neighbours, or in a table nobody else sees:
+  // Under the locks of home's segment and the next, or in a table nobody else sees:
   // the key's value assigned (kExists), or the item placed in home's neighbourhood (kOk).
   // nullopt: no room within reach (nothing changed).
   static std::optional<Status> place(Table& table, std::uint64_t home, std::uint64_t key,
@@ -236,7 +244,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H>, std::uint64_t, std::
     std::uint64_t free = claim_free(table, home, key);
     if (free > table.reach(home)) return std::nullopt;
     while (free - home >= H) {
-      const std::uint64_t next = hop_into(table, home, free);
+      const std::uint64_t next = hop_into(table, free);
       if (next == free) {  // nothing can move: give the claimed bucket back
         table.buckets[free].key.store(0, std::memory_order_release);
         return std::nullopt;
@@ -261,18 +269,18 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H>, std::uint64_t, std::
     return table.reach(home) + 1;
   }
 
-  // Moves into `free` (claimed by us for `key`'s insert at `home`) a published item from one of
-  // the H - 1 buckets before it whose home lies in the locked segments and whose neighbourhood
-  // reaches `free`; returns the bucket it left (now ours, holding our key), or `free` if none.
-  static std::uint64_t hop_into(Table& table, std::uint64_t home, std::uint64_t free) {
-    const std::uint64_t locked_from = (home / kSegment - (home >= kSegment)) * kSegment;
+  // Moves into `free` (claimed by us for the insert at `home`, free - home >= H) a published item
+  // from one of the H - 1 buckets before it whose neighbourhood reaches `free` -- so its home
+  // lies after `home`, in the locked segments (see the header); returns the bucket it left (now
+  // ours, holding our key), or `free` if none.
+  static std::uint64_t hop_into(Table& table, std::uint64_t free) {
     const std::uint64_t our_key = table.buckets[free].key.load(std::memory_order_relaxed);
     for (std::uint64_t from = free - (H - 1); from < free; ++from) {
       const std::uint64_t moved = table.buckets[from].key.load(std::memory_order_relaxed);
       if (moved == 0) continue;
       const std::uint64_t moved_home = table.home(detail::ClhtSizing::hash(moved));
-      // Published (its home's bit is set) and ours to move (its home's segment is locked).
-      if (moved_home < locked_from || moved_home > from || free - moved_home >= H ||
+      // Published: its home's bit for `from` is set (a claimed bucket's is not yet).
+      if (moved_home > from || free - moved_home >= H ||
           !(table.buckets[moved_home].hop.load(std::memory_order_relaxed) >> (from - moved_home) &
             1)) {
         continue;
@@ -282,6 +290,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H>, std::uint64_t, std::
                          std::memory_order_release);
       target.key.store(moved, std::memory_order_release);
       table.set_hop(moved_home, free - moved_home, true);
+      Hook::on_move(moved);
       table.set_hop(moved_home, from - moved_home, false);
       table.buckets[from].key.store(our_key, std::memory_order_release);  // claimed for us
       return from;
