@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ccf/store/log_store.hpp"
+#include "progress.hpp"
 
 namespace ccf_tool {
 namespace {
@@ -37,43 +38,6 @@ constexpr std::string_view kManifestPrefix = "file:";
 constexpr std::string_view kManifestMagic = "CCFMANI1";
 constexpr std::size_t kManifestHeader = 24;
 constexpr std::size_t kKeyBytes = 20;
-
-// The user's error: reported with exit code 3.
-class ToolError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// Progress on stderr, only when stderr is a terminal, at most five times a second.
-class Progress {
- public:
-  Progress(std::string what, std::uint64_t total, std::string unit)
-      : what_(std::move(what)), unit_(std::move(unit)), total_(total), tty_(::isatty(2) == 1) {}
-
-  void update(std::uint64_t done, bool last = false) {
-    if (!tty_) return;
-    const auto now = Clock::now();
-    if (!last && now - shown_ < std::chrono::milliseconds(200)) return;
-    shown_ = now;
-    const double seconds = std::chrono::duration<double>(now - start_).count();
-    const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0;
-    const double eta = rate > 0 ? static_cast<double>(total_ - std::min(done, total_)) / rate : 0;
-    fmt::print(stderr, "\r{}: {} of {} {} ({:.0f}%), {:.1f} {}/s, ETA {:.0f} s   ", what_, done,
-               total_, unit_,
-               total_ ? 100.0 * static_cast<double>(done) / static_cast<double>(total_) : 100.0,
-               rate, unit_, eta);
-    if (last) fmt::print(stderr, "\n");
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  std::string what_;
-  std::string unit_;
-  std::uint64_t total_;
-  bool tty_;
-  Clock::time_point start_ = Clock::now();
-  Clock::time_point shown_{};
-};
 
 struct LogArgs {
   std::string dir;

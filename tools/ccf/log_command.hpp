@@ -7,7 +7,7 @@
 namespace ccf_tool {
 
 // Adds `log` and its subcommands to app. The returned function runs the chosen subcommand
-// after parsing and returns the process's exit code.
+// after parsing and returns the process's exit code, or -1 when `log` was not chosen.
 std::function<int()> add_log_command(CLI::App& app);
 
 }  // namespace ccf_tool

@@ -1,19 +1,23 @@
 // ccf: the command-line tool. Exit codes (also in `ccf --help`):
-//   0 success; 1 the key or file asked for is not in the store; 2 bad usage;
-//   3 the store or an input file cannot be used (missing, foreign, corrupt, in use, I/O error).
+//   0 success; 1 not found (a store key or file; `query`: no key hit; `erase`: some key had no
+//   fingerprint); 2 bad usage; 3 a store, filter file or input cannot be used (missing,
+//   foreign, corrupt, in use, full, I/O error).
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <functional>
 
+#include "filter_commands.hpp"
 #include "log_command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "ccf: concurrent cuckoo filters and the cuckoo-indexed log store.\n"
-      "Exit codes: 0 success, 1 not found, 2 bad usage, 3 store or file unusable."};
+      "Exit codes: 0 success, 1 not found (query: no hit), 2 bad usage, 3 store, file or input "
+      "unusable."};
   app.require_subcommand(1);
+  const std::function<int()> run_filters = ccf_tool::add_filter_commands(app);
   const std::function<int()> run_log = ccf_tool::add_log_command(app);
   try {
     app.parse(argc, argv);
@@ -24,7 +28,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    return run_log();
+    const int filters = run_filters();
+    return filters >= 0 ? filters : run_log();
   } catch (const CLI::Error& error) {  // an argument found bad only when it is used
     fmt::print(stderr, "ccf: {}\n", error.what());
     return 2;

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Shell-level tests of `ccf build | query | info | erase`: every built key is found (no false
+# negatives, also after erasing other keys and on every shape), the measured false-positive
+# rate is near the one `info` expects, repeated keys are dropped, binary keys work, and bad
+# input (missing, foreign or truncated files, unsupported shapes, empty input, too small a
+# capacity) gets a clear error and its exit code, writing nothing.
+# Usage: filter_cli_test.sh PATH/TO/ccf
+set -euo pipefail
+ccf=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+passed=0
+failed=0
+check() {  # check DESCRIPTION COMMAND...: the command must succeed
+  local what=$1
+  shift
+  if "$@"; then passed=$((passed + 1)); else echo "FAIL: $what" >&2; failed=$((failed + 1)); fi
+}
+expect_exit() {  # expect_exit CODE PATTERN COMMAND...: exit CODE, stderr matching PATTERN
+  local code=$1 pattern=$2
+  shift 2
+  local rc=0
+  "$@" >out.txt 2>err.txt || rc=$?
+  if [[ $rc -eq $code ]] && { [[ -z $pattern ]] || grep -qE "$pattern" err.txt; }; then
+    passed=$((passed + 1))
+  else
+    echo "FAIL: '$*' exited $rc (want $code), stderr: $(cat err.txt)" >&2
+    failed=$((failed + 1))
+  fi
+}
+
+# Keys: Debian's word list when installed, else generated words.
+if [[ -f /usr/share/dict/words ]]; then cp /usr/share/dict/words keys.txt; else seq 1 100000 | sed 's/^/word/' >keys.txt; fi
+n=$(sort -u keys.txt | wc -l)
+seq 1 200000 | sed 's/^/absent-/' >absent.txt
+
+# Every shape: built, every key found.
+for shape in "--fp-bits 8 --bucket 4" "--fp-bits 12 --bucket 4" "--fp-bits 16 --bucket 2" \
+             "--fp-bits 32 --bucket 2" "--fp-bits 12 --bucket 8" "--fp-bits 16 --semi-sorted"; do
+  # shellcheck disable=SC2086
+  check "build $shape" "$ccf" build keys.txt -o f.ccf $shape --threads 3
+  check "every key found ($shape)" test "$("$ccf" query f.ccf keys.txt --count)" -eq "$n"
+done
+
+check "build 12x4" "$ccf" build keys.txt -o w.ccf
+"$ccf" info w.ccf --json >info.json
+check "info counts the distinct keys" grep -q "\"items\": $n," info.json
+# The measured false-positive rate lies within a factor 2 of the expected one.
+hits=$("$ccf" query w.ccf absent.txt --count || true)
+check "false-positive rate near the expected one" python3 - "$hits" info.json <<'PY'
+import json, sys
+hits = int(sys.argv[1]); expected = json.load(open(sys.argv[2]))["expected_fpr"]
+measured = hits / 200000
+print(f"false positives: {hits} of 200000 = {measured:.5f}, expected {expected:.5f}")
+sys.exit(0 if expected / 2 <= measured <= expected * 2 else 1)
+PY
+check "query prints the hits" bash -c "printf 'apple\nabsent-x1\n' | '$ccf' query w.ccf | grep -qx apple"
+expect_exit 1 "" bash -c "printf 'absent-1\nabsent-2\n' | '$ccf' query w.ccf --count"
+
+# Repeated keys are dropped; the same file built from keys listed twice.
+check "build with repeats" "$ccf" build keys.txt keys.txt -o twice.ccf
+check "repeats are not stored" grep -q "\"items\": $n," <("$ccf" info twice.ccf --json)
+
+# Erase half the keys: the other half are all still found.
+awk 'NR % 2' keys.txt | sort -u >odd.txt
+awk 'NR % 2 == 0' keys.txt | sort -u | comm -23 - odd.txt >even.txt
+check "erase half" "$ccf" erase w.ccf odd.txt
+check "the kept half is all found" test "$("$ccf" query w.ccf even.txt --count)" -eq "$(wc -l <even.txt)"
+check "items after erase" grep -q "\"items\": $(wc -l <even.txt)," <("$ccf" info w.ccf --json)
+
+# Binary keys.
+python3 -c "import struct,sys; sys.stdout.buffer.write(b''.join(struct.pack('<Q', i * 7919) for i in range(1, 50001)))" >keys.u64
+check "binary build" "$ccf" build --binary-u64 keys.u64 -o b.ccf
+check "binary keys found" test "$("$ccf" query --binary-u64 b.ccf keys.u64 --count)" -eq 50000
+head -c 12 keys.u64 >ragged.u64
+expect_exit 3 "whole number of 8-byte keys" "$ccf" build --binary-u64 ragged.u64 -o r.ccf
+
+# Bad input: clear errors, nothing written.
+expect_exit 3 "cannot open for reading" "$ccf" build missing.txt -o m.ccf
+expect_exit 3 "cannot open for reading" "$ccf" info missing.ccf
+expect_exit 3 "not a usable ccf filter file" "$ccf" info keys.txt
+head -c 100 f.ccf >truncated.ccf
+expect_exit 3 "not a usable ccf filter file" "$ccf" query truncated.ccf keys.txt
+: >empty.txt
+expect_exit 3 "no keys in the input" "$ccf" build empty.txt -o e.ccf
+expect_exit 3 "filled up.*nothing was written" "$ccf" build keys.txt -o small.ccf --capacity 1000
+expect_exit 2 "unsupported cuckoo filter shape" "$ccf" build keys.txt -o s.ccf --fp-bits 13
+expect_exit 2 "" "$ccf" build keys.txt
+check "nothing written by failed builds" test ! -e m.ccf -a ! -e r.ccf -a ! -e e.ccf -a ! -e small.ccf -a ! -e s.ccf -a ! -e small.ccf.tmp
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
