@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -145,6 +146,18 @@ class AnyCuckooFilter {
   }
   void save(std::ostream& out) const {
     visit([&](const auto& f) { f.save(out); });
+  }
+  // BasicCuckooFilter::merge; also std::invalid_argument when the shapes differ.
+  Status merge(const AnyCuckooFilter& other) {
+    return visit([&](auto& f) {
+      using Filter = std::decay_t<decltype(f)>;
+      const auto* same = std::get_if<Filter>(&other.filter_);
+      if (same == nullptr) {
+        throw std::invalid_argument("merge: the filters differ in shape (" + f.shape() + " and " +
+                                    other.shape() + ")");
+      }
+      return f.merge(*same);
+    });
   }
 
   // The filter itself, for code that wants to specialise on the shape.

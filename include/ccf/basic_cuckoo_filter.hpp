@@ -177,6 +177,37 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy>
     return stored;
   }
 
+  // ---- merge ----------------------------------------------------------------------------
+  // Adds every fingerprint `other` holds (its victim's too) to this filter, as if its items had
+  // been inserted here: afterwards every item either filter held is found. Both must have the
+  // same bucket count and seed (else std::invalid_argument, and nothing changed). kFull when
+  // this filter ran out of room: it then holds its own items and part of other's. Not
+  // concurrent with writers of `other`.
+  Status merge(const BasicCuckooFilter& other) {
+    if (other.bucket_count() != bucket_count() || other.seed() != seed()) {
+      throw std::invalid_argument("merge: the filters differ in bucket count (" +
+                                  std::to_string(bucket_count()) + " and " +
+                                  std::to_string(other.bucket_count()) +
+                                  ") or seed; only filters built with "
+                                  "the same capacity and options can be merged");
+    }
+    const auto add = [&](std::uint64_t bucket, std::uint32_t fp) {
+      const Location at{bucket, addressing_.alternate(bucket, fp), fp};
+      return policy_.template operation<sync::Access::kWrite>([&] { return insert_at(at); });
+    };
+    for (std::uint64_t bucket = 0; bucket < bucket_count(); ++bucket) {
+      for (unsigned slot = 0; slot < kSlots; ++slot) {
+        const std::uint32_t fp = other.table_.read(bucket, slot);
+        if (fp != 0 && add(bucket, fp) != Status::kOk) return Status::kFull;
+      }
+    }
+    if constexpr (kExclusive) {
+      const auto& victim = other.overflow_.victim;
+      if (victim.used && add(victim.bucket, victim.fp) != Status::kOk) return Status::kFull;
+    }
+    return Status::kOk;
+  }
+
   // ---- size and space --------------------------------------------------------------------
 
   // Exact when no operation is in flight; otherwise a value the count had recently.

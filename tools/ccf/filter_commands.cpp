@@ -1,4 +1,4 @@
-// `ccf build | query | info | erase`: cuckoo filter files from the shell.
+// `ccf build | query | info | erase | merge`: cuckoo filter files from the shell.
 //
 // build reads every key first (one per line, or 8-byte little-endian integers with
 // --binary-u64) and drops repeats, so that the capacity can be the number of distinct keys when
@@ -315,6 +315,28 @@ int erase(const FilterArgs& a) {
   return erased == keys.size() ? 0 : 1;
 }
 
+int merge(const FilterArgs& a) {
+  if (a.inputs.size() != 2) throw CLI::ValidationError("merge", "takes two filter files");
+  ccf::AnyCuckooFilter merged = load_filter(a.inputs[0]);
+  const ccf::AnyCuckooFilter other = load_filter(a.inputs[1]);
+  const std::size_t both = merged.size() + other.size();
+  ccf::Status status = ccf::Status::kOk;
+  try {
+    status = merged.merge(other);
+  } catch (const std::invalid_argument& error) {
+    throw ToolError(a.inputs[0] + " and " + a.inputs[1] + " cannot be merged: " + error.what());
+  }
+  if (status != ccf::Status::kOk) {
+    throw ToolError("the merged filter would not hold every item of both (" +
+                    std::to_string(merged.size()) + " of " + std::to_string(both) +
+                    " fit): build both with a larger --capacity; nothing was written");
+  }
+  save_filter(merged, a.output);
+  fmt::print(stderr, "merged {} and {} into {}: {} items, load {:.3f}\n", a.inputs[0], a.inputs[1],
+             a.output, merged.size(), merged.load_factor());
+  return 0;
+}
+
 }  // namespace
 
 std::function<int()> add_filter_commands(CLI::App& app) {
@@ -353,6 +375,12 @@ std::function<int()> add_filter_commands(CLI::App& app) {
   e->footer(
       "Erase only keys that were inserted: erasing another key may remove a colliding key's "
       "fingerprint.");
+  CLI::App* m = add("merge", "Merge two filters of one shape, capacity and seed", merge);
+  m->add_option("A B", a->inputs, "The two filter files")->required()->expected(2);
+  m->add_option("-o,--output", a->output, "Merged filter file to write")->required();
+  m->footer(
+      "Example: ccf merge monday.ccf tuesday.ccf -o week.ccf  (both built with the same "
+      "--capacity, shape and seed)");
   return [a, chosen] { return *chosen ? (*chosen)(*a) : -1; };
 }
 

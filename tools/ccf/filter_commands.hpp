@@ -1,4 +1,4 @@
-// `ccf build`, `ccf query`, `ccf info`, `ccf erase`: cuckoo filter files from the shell.
+// `ccf build`, `query`, `info`, `erase`, `merge`: cuckoo filter files from the shell.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Shell-level tests of `ccf build | query | info | erase`: every built key is found (no false
-# negatives, also after erasing other keys and on every shape), the measured false-positive
-# rate is near the one `info` expects, repeated keys are dropped, binary keys work, and bad
-# input (missing, foreign or truncated files, unsupported shapes, empty input, too small a
-# capacity) gets a clear error and its exit code, writing nothing.
+# Shell-level tests of `ccf build | query | info | erase | merge`: every built key is found (no
+# false negatives, also after erasing other keys, after a merge, and on every shape), the
+# measured false-positive rate is near the one `info` expects, repeated keys are dropped,
+# binary keys work, and bad input (missing, foreign or truncated files, unsupported shapes,
+# empty input, too small a capacity, filters that cannot be merged) gets a clear error and its
+# exit code, writing nothing.
 # Usage: filter_cli_test.sh PATH/TO/ccf
 set -euo pipefail
 ccf=$1
@@ -68,6 +69,24 @@ awk 'NR % 2 == 0' keys.txt | sort -u | comm -23 - odd.txt >even.txt
 check "erase half" "$ccf" erase w.ccf odd.txt
 check "the kept half is all found" test "$("$ccf" query w.ccf even.txt --count)" -eq "$(wc -l <even.txt)"
 check "items after erase" grep -q "\"items\": $(wc -l <even.txt)," <("$ccf" info w.ccf --json)
+
+# Merge: two halves built with one capacity hold every key together; mismatches are refused.
+awk 'NR % 2' keys.txt >a.txt
+awk 'NR % 2 == 0' keys.txt >b.txt
+cap=$((n + 1000))
+check "build half a" "$ccf" build a.txt -o a.ccf --capacity "$cap"
+check "build half b" "$ccf" build b.txt -o b.ccf --capacity "$cap"
+check "merge" "$ccf" merge a.ccf b.ccf -o ab.ccf
+check "every key found in the merge" test "$("$ccf" query ab.ccf keys.txt --count)" -eq "$n"
+check "build b sized otherwise" "$ccf" build b.txt -o b-small.ccf
+expect_exit 3 "cannot be merged.*bucket count" "$ccf" merge a.ccf b-small.ccf -o m1.ccf
+check "build b in another shape" "$ccf" build b.txt -o b16.ccf --capacity "$cap" --fp-bits 16
+expect_exit 3 "cannot be merged.*shape" "$ccf" merge a.ccf b16.ccf -o m2.ccf
+half=$(((n + 1) / 2 + 10))
+check "build a nearly full half" "$ccf" build a.txt -o a-full.ccf --capacity "$half"
+check "build b nearly full half" "$ccf" build b.txt -o b-full.ccf --capacity "$half"
+expect_exit 3 "would not hold every item.*nothing was written" "$ccf" merge a-full.ccf b-full.ccf -o m3.ccf
+check "failed merges write nothing" test ! -e m1.ccf -a ! -e m2.ccf -a ! -e m3.ccf
 
 # Binary keys.
 python3 -c "import struct,sys; sys.stdout.buffer.write(b''.join(struct.pack('<Q', i * 7919) for i in range(1, 50001)))" >keys.u64
