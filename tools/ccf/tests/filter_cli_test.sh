@@ -6,30 +6,8 @@
 # empty input, too small a capacity, filters that cannot be merged) gets a clear error and its
 # exit code, writing nothing.
 # Usage: filter_cli_test.sh PATH/TO/ccf
-set -euo pipefail
-ccf=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-passed=0
-failed=0
-check() {  # check DESCRIPTION COMMAND...: the command must succeed
-  local what=$1
-  shift
-  if "$@"; then passed=$((passed + 1)); else echo "FAIL: $what" >&2; failed=$((failed + 1)); fi
-}
-expect_exit() {  # expect_exit CODE PATTERN COMMAND...: exit CODE, stderr matching PATTERN
-  local code=$1 pattern=$2
-  shift 2
-  local rc=0
-  "$@" >out.txt 2>err.txt || rc=$?
-  if [[ $rc -eq $code ]] && { [[ -z $pattern ]] || grep -qE "$pattern" err.txt; }; then
-    passed=$((passed + 1))
-  else
-    echo "FAIL: '$*' exited $rc (want $code), stderr: $(cat err.txt)" >&2
-    failed=$((failed + 1))
-  fi
-}
+ccf=$(realpath "$1")
+source "$(dirname "$0")/checks.sh"
 
 # Keys: Debian's word list when installed, else generated words.
 if [[ -f /usr/share/dict/words ]]; then cp /usr/share/dict/words keys.txt; else seq 1 100000 | sed 's/^/word/' >keys.txt; fi
@@ -108,5 +86,4 @@ expect_exit 2 "unsupported cuckoo filter shape" "$ccf" build keys.txt -o s.ccf -
 expect_exit 2 "" "$ccf" build keys.txt
 check "nothing written by failed builds" test ! -e m.ccf -a ! -e r.ccf -a ! -e e.ccf -a ! -e small.ccf -a ! -e s.ccf -a ! -e small.ccf.tmp
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish

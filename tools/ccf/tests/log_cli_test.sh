@@ -3,31 +3,8 @@
 # list and licence texts, a generated multi-megabyte binary file with repeated blocks), get /
 # delete / stats / compact, a writer killed mid-import, and the errors for a missing, foreign
 # or truncated log, with their exit codes. Usage: log_cli_test.sh PATH/TO/ccf
-set -euo pipefail
-ccf=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-passed=0
-failed=0
-check() {  # check DESCRIPTION COMMAND...: the command must succeed
-  local what=$1
-  shift
-  if "$@"; then passed=$((passed + 1)); else echo "FAIL: $what" >&2; failed=$((failed + 1)); fi
-}
-# expect_exit CODE PATTERN COMMAND...: exits with CODE and says something matching PATTERN
-expect_exit() {
-  local code=$1 pattern=$2
-  shift 2
-  local rc=0
-  "$@" >out.txt 2>err.txt || rc=$?
-  if [[ $rc -eq $code ]] && grep -qE "$pattern" err.txt; then
-    passed=$((passed + 1))
-  else
-    echo "FAIL: '$*' exited $rc (want $code), stderr: $(cat err.txt)" >&2
-    failed=$((failed + 1))
-  fi
-}
+ccf=$(realpath "$1")
+source "$(dirname "$0")/checks.sh"
 
 # Round trips, byte for byte.
 inputs=(/usr/share/common-licenses/GPL-3 /usr/share/common-licenses/Apache-2.0)
@@ -108,5 +85,4 @@ expect_exit 2 "fsync" "$ccf" log --log store import binary.bin --fsync 0
 expect_exit 2 "required" "$ccf" log stats
 check "--help shows examples" bash -c "'$ccf' log --help | grep -q Examples"
 
-echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish
