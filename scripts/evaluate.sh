@@ -2,7 +2,8 @@
 # Sets everything up, builds, and runs the main job: chtbench's quick side-by-side evaluation of
 # every filter and hash table (a table on stdout, progress on stderr, JSON and PNG plots in
 # out/evaluation), then SmartCuckoo's own comparison (`chtbench smart`, a few seconds, in
-# out/evaluation/smart_cuckoo.txt). A few minutes on 2 cores. Extra arguments go to
+# out/evaluation/smart_cuckoo.txt) and the log store's figures (`log_bench` on 200,000 entries,
+# out/evaluation/log_store.txt). A few minutes on 2 cores. Extra arguments go to
 # `chtbench suite quick` (e.g. --structures ccf-striped,lf-cuckoo-filter); `suite full` is the
 # long version.
 set -euo pipefail
@@ -12,4 +13,6 @@ mkdir -p out/evaluation
 build/release/tools/chtbench/chtbench suite quick --out out/evaluation "$@"
 build/release/tools/chtbench/chtbench smart --buckets 1048576 -k 1 --out out/evaluation/smart_cuckoo.txt
 cat out/evaluation/smart_cuckoo.txt
+build/release/bench/log_bench --dir out/evaluation/log_bench.tmp --entries 200000 \
+  --lookups 500000 --import-mib 64 | tee out/evaluation/log_store.txt
 echo "results and plots: out/evaluation/" >&2
