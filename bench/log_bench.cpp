@@ -185,13 +185,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(10, 1 << 20));
   app.add_option("--value-bytes", c.value_bytes, "Bytes of each value")
       ->check(CLI::Range(0, 1 << 20));
-  app.add_option("--import-mib", c.import_bytes, "MiB of content-addressed import")
-      ->check(CLI::Range(1, 4096))
-      ->transform([](std::string value) { return std::to_string(std::stoull(value) << 20); });
+  std::uint64_t import_mib = c.import_bytes >> 20;
+  app.add_option("--import-mib", import_mib, "MiB of content-addressed import")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--lookups", c.lookups, "Lookups per measure")->check(CLI::Range(1000, 1 << 30));
   app.add_option("--repeat", c.repeat, "Runs per measure (the median is shown)")
       ->check(CLI::Range(1, 21));
   CLI11_PARSE(app, argc, argv);
+  c.import_bytes = import_mib << 20;
   try {
     run(c);
   } catch (const std::exception& error) {
