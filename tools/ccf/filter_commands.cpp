@@ -141,9 +141,9 @@ int build_as(const FilterArgs& a, const Keys& keys) {
         const ccf::Status status =
             keys.text.empty() ? filter.insert(keys.binary[i]) : filter.insert(keys.text[i]);
         if (status == ccf::Status::kFull) full.store(true, std::memory_order_relaxed);
-        if ((done.fetch_add(1, std::memory_order_relaxed) & 0xffff) == 0 && t == 0) {
+        done.fetch_add(1, std::memory_order_relaxed);
+        if (t == 0 && (i - begin) % 65536 == 0)
           progress.update(done.load(std::memory_order_relaxed));
-        }
       }
     });
   }
@@ -238,11 +238,11 @@ template <class Key, class Each>
 std::size_t query_keys(const ccf::AnyCuckooFilter& filter, const std::vector<Key>& keys,
                        Each&& each) {
   constexpr std::size_t kChunk = 4096;
-  std::vector<char> found(kChunk);
+  const auto found = std::make_unique<bool[]>(kChunk);
   std::size_t hits = 0;
   for (std::size_t at = 0; at < keys.size(); at += kChunk) {
     const std::size_t n = std::min(kChunk, keys.size() - at);
-    auto* out = reinterpret_cast<bool*>(found.data());
+    bool* const out = found.get();
     hits +=
         filter.contains_many(std::span<const Key>(keys.data() + at, n), std::span<bool>(out, n));
     for (std::size_t i = 0; i < n; ++i) {
