@@ -1,7 +1,8 @@
 // Writes the seed corpus of the loader targets (fuzz/corpus/<target>/): small valid files of
 // every shape saved by the library itself, files with a victim entry, and malformed files
-// (bad magic, truncated header and payload, bad header and payload checksums). The output is
-// deterministic. Usage: make_fuzz_corpus DIRECTORY   (normally fuzz/corpus)
+// (bad magic, truncated header and payload, bad header and payload checksums); and client byte
+// streams for the RESP parser. The output is deterministic.
+// Usage: make_fuzz_corpus DIRECTORY   (normally fuzz/corpus)
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -165,6 +166,28 @@ void log_store_corpus(const fs::path& dir) {
   fs::remove_all(scratch);
 }
 
+// Client byte streams for the RESP parser of `ccf serve` (tools/ccf/serve/resp.hpp): arrays of
+// bulk strings, pipelined filter commands, a binary argument, inline commands with quotes and
+// escapes, empty commands and blank lines, a partial command, and malformed requests.
+void resp_corpus(const fs::path& dir) {
+  using namespace std::string_literals;
+  write(dir / "ping.resp", "*1\r\n$4\r\nPING\r\n");
+  write(dir / "ping-arg.resp", "*2\r\n$4\r\nPING\r\n$2\r\nhi\r\n");
+  write(dir / "hello-3.resp", "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n");
+  write(dir / "pipelined.resp",
+        "*3\r\n$6\r\nCF.ADD\r\n$1\r\nf\r\n$5\r\nitem1\r\n"
+        "*3\r\n$9\r\nCF.EXISTS\r\n$1\r\nf\r\n$5\r\nitem1\r\n"
+        "*4\r\n$10\r\nCF.MEXISTS\r\n$1\r\nf\r\n$5\r\nitem1\r\n$5\r\nitem2\r\n");
+  write(dir / "binary.resp", "*3\r\n$6\r\nCF.ADD\r\n$1\r\nf\r\n$6\r\na\r\nb\0c\r\n"s);
+  write(dir / "inline-quotes.resp", "CF.ADD \"my f\" 'it\\'s'\r\nX \"\\x41\\n\\t\\\"\"\nPING\n");
+  write(dir / "empty-commands.resp", "*0\r\n*-1\r\n\r\n  \n*1\r\n$4\r\nPING\r\n");
+  write(dir / "partial.resp", "*2\r\n$4\r\nPING\r\n$10\r\nhal");
+  write(dir / "bad-bulk-length.resp", "*2\r\n$4\r\nPING\r\n$-5\r\nxx\r\n");
+  write(dir / "bad-multibulk-length.resp", "*1x\r\n$4\r\nPING\r\n");
+  write(dir / "expected-dollar.resp", "*1\r\n:4\r\nPING\r\n");
+  write(dir / "unbalanced-quotes.resp", "CF.ADD \"f x\r\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -177,7 +200,8 @@ int main(int argc, char** argv) {
       {"cuckoo_filter", cuckoo_filter_corpus},
       {"striped_filter", striped_filter_corpus},
       {"lock_free_filter", lock_free_filter_corpus},
-      {"log_store", log_store_corpus}};
+      {"log_store", log_store_corpus},
+      {"resp", resp_corpus}};
   for (const auto& [name, make] : targets) {
     const fs::path dir = root / name;
     fs::create_directories(dir);

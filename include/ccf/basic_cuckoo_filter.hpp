@@ -321,6 +321,24 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy>
     const Location at = stage_lookup(hash);
     return policy_.template operation<sync::Access::kRead>([&] { return lookup(at); });
   }
+  std::size_t count_hash(std::uint64_t hash) const {
+    const Location at = stage_lookup(hash);
+    return policy_.template operation<sync::Access::kRead>([&] {
+      return policy_.read(at, [&] {
+        std::size_t copies = copies_in(at.primary, at.fp);
+        if (at.alternate != at.primary) copies += copies_in(at.alternate, at.fp);
+        if constexpr (kExclusive) {
+          copies += static_cast<std::size_t>(overflow_.victim.used && victim_matches(at));
+        }
+        return copies;
+      });
+    });
+  }
+  std::size_t copies_in(std::uint64_t bucket, std::uint32_t fp) const {
+    std::size_t copies = 0;
+    for (unsigned slot = 0; slot < kSlots; ++slot) copies += table_.read(bucket, slot) == fp;
+    return copies;
+  }
   Status insert_hash(std::uint64_t hash) {
     const Location at = stage_lookup(hash);
     return policy_.template operation<sync::Access::kWrite>([&] { return insert_at(at); });
@@ -504,7 +522,7 @@ class ExclusiveSections {
   explicit ExclusiveSections(std::uint64_t /*buckets*/) noexcept {}
 
   template <class Probe>
-  bool read(const Location& /*at*/, Probe&& probe) const {
+  auto read(const Location& /*at*/, Probe&& probe) const {
     return probe();
   }
   template <class Plan, class Apply>

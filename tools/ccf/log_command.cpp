@@ -304,7 +304,7 @@ del->add_flag("--user", a->user_key, "KEY is a user key, not a SHA-1");
 CLI::App* stats = add("stats", "Entries, bytes, index size and recovery time", show_stats);
 stats->add_flag("--json", a->json, "One JSON object");
 add("compact", "Rewrite the log without deleted entries (atomic switch)", compact_log);
-return [a, chosen] { return (*chosen)(*a); };
+return [a, chosen] { return *chosen ? (*chosen)(*a) : -1; };
 }  // namespace ccf_tool
 
 }  // namespace ccf_tool

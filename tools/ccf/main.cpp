@@ -10,15 +10,17 @@
 
 #include "filter_commands.hpp"
 #include "log_command.hpp"
+#include "serve_command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "ccf: concurrent cuckoo filters and the cuckoo-indexed log store.\n"
+      "ccf: concurrent cuckoo filters, the cuckoo-indexed log store and the filter server.\n"
       "Exit codes: 0 success, 1 not found (query: no hit), 2 bad usage, 3 store, file or input "
       "unusable."};
   app.require_subcommand(1);
   const std::function<int()> run_filters = ccf_tool::add_filter_commands(app);
   const std::function<int()> run_log = ccf_tool::add_log_command(app);
+  const std::function<int()> run_serve = ccf_tool::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& help) {
@@ -28,8 +30,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const int filters = run_filters();
-    return filters >= 0 ? filters : run_log();
+    for (const auto& run : {run_filters, run_log, run_serve}) {
+      if (const int code = run(); code >= 0) return code;
+    }
+    return 2;
   } catch (const CLI::Error& error) {  // an argument found bad only when it is used
     fmt::print(stderr, "ccf: {}\n", error.what());
     return 2;

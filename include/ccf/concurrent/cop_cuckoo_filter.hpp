@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <limits>
 #include <string_view>
+#include <type_traits>
 
 #include "ccf/basic_cuckoo_filter.hpp"
 #include "ccf/detail/addressing.hpp"
@@ -49,10 +50,11 @@ class CopSync {
   }
 
   template <class Probe>
-  bool read(const detail::Location& /*at*/, Probe&& probe) const {
+  auto read(const detail::Location& /*at*/, Probe&& probe) const {
+    using Result = std::invoke_result_t<Probe&>;
     return executor_.template run<sync::Access::kRead>(
-        probe, [&](bool found) { return probe() == found; }, [](bool found) { return found; },
-        probe);
+        probe, [&](const Result& seen) { return probe() == seen; },
+        [](const Result& seen) { return seen; }, probe);
   }
 
   template <class Plan, class Apply>

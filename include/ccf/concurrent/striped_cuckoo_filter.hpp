@@ -78,7 +78,7 @@ class StripedSync {
   }
 
   template <class Probe>
-  bool read(const detail::Location& at, Probe&& probe) const {
+  auto read(const detail::Location& at, Probe&& probe) const {
     if constexpr (Reads == ReadMode::kLocking) {
       const sync::SeqStripes::Guard guard(stripes_, at.primary, at.alternate);
       return probe();

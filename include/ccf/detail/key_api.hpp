@@ -56,6 +56,15 @@ class KeyApi {
   Status erase(std::string_view key) noexcept(noexcept(std::declval<Filter&>().erase_hash(0))) {
     return self().erase_hash(hash_key(key, self().seed()));
   }
+  // Copies of the key's fingerprint in its two buckets (a bucket counted once if both are the
+  // same): at least the times the key was inserted and not erased, more where other keys share
+  // its fingerprint and buckets. Filters whose copies stay in one table (count_hash) only.
+  std::size_t count(std::uint64_t key) const {
+    return self().count_hash(hash_key(key, self().seed()));
+  }
+  std::size_t count(std::string_view key) const {
+    return self().count_hash(hash_key(key, self().seed()));
+  }
 
   // out[i] = contains(keys[i]), each lookup linearizable on its own; returns the number of hits.
   // out must be at least as long as keys (else std::invalid_argument). Pipelined: the keys

@@ -1,0 +1,73 @@
+// Keyspace: the named values of `ccf serve` -- cuckoo filters (CfFilter) and plain strings
+// (SET / GET) -- in 64 shards, each a mutex and a hash map. A command holds one shard's mutex
+// only to find, create or drop an entry; it then works on the filter through a shared_ptr, with
+// no keyspace lock held, so commands on one filter run in parallel and DEL or FLUSHALL never
+// pulls a filter from under a command that is using it.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "serve/cf_filter.hpp"
+
+namespace ccf::serve {
+
+using Value = std::variant<std::shared_ptr<CfFilter>, std::shared_ptr<const std::string>>;
+
+// RedisBloom's type name, answered by TYPE and matched by SCAN ... TYPE.
+inline constexpr std::string_view kFilterTypeName = "MBbloomCF";
+
+class Keyspace {
+ public:
+  static constexpr std::size_t kShards = 64;
+
+  std::optional<Value> find(std::string_view key) const;
+  // Inserts `make()`'s value unless the key exists. Returns the value now under the key and
+  // whether it was created. make() runs under the shard's lock (it may throw: nothing changes).
+  std::pair<Value, bool> find_or_create(std::string_view key, const std::function<Value()>& make);
+  void set(std::string_view key, Value value);
+  bool erase(std::string_view key);
+  std::size_t size() const;
+  void clear();
+  // Keys matching a glob pattern (Redis's syntax: * ? [abc] [^a-z] and \ escapes).
+  std::vector<std::string> keys(std::string_view pattern) const;
+  // One SCAN step: the keys of shard `cursor`, and the next cursor (0 when done). nullopt: the
+  // cursor is not one this keyspace hands out.
+  struct ScanStep {
+    std::uint64_t next;
+    std::vector<std::pair<std::string, Value>> entries;
+  };
+  std::optional<ScanStep> scan(std::uint64_t cursor) const;
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  struct Shard {
+    mutable std::mutex mutex;
+    std::unordered_map<std::string, Value, Hash, std::equal_to<>> map;
+  };
+  Shard& shard_of(std::string_view key) const;
+
+  mutable std::array<Shard, kShards> shards_;
+};
+
+// Redis's glob match (stringmatchlen): * ? [set] [^set] [a-z] and \x; binary-safe.
+bool glob_match(std::string_view pattern, std::string_view text);
+
+std::string_view type_name(const Value& value);
+
+}  // namespace ccf::serve

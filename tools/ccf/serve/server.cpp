@@ -1,0 +1,173 @@
+#include "serve/server.hpp"
+
+// <utility> before Asio: Boost 1.74's awaitable.hpp uses std::exchange without including it.
+#include <utility>
+// (keep the line above first)
+#include <array>
+#include <boost/asio.hpp>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "serve/commands.hpp"
+
+namespace ccf::serve {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, ServerState& state, const ServerOptions& options)
+      : socket_(std::move(socket)),
+        idle_(socket_.get_executor()),
+        state_(state),
+        options_(options),
+        parser_(options.limits) {
+    client_.id = state_.next_client_id.fetch_add(1);
+    client_.authenticated = state_.password.empty();
+    state_.connected_clients.fetch_add(1);
+  }
+  ~Session() { state_.connected_clients.fetch_sub(1); }
+
+  void start() { read(); }
+
+ private:
+  void read() {
+    arm_idle_timer();
+    socket_.async_read_some(
+        asio::buffer(chunk_),
+        [self = shared_from_this()](boost::system::error_code error, std::size_t bytes) {
+          self->idle_.cancel();
+          if (error) return self->close();
+          self->input_.append(self->chunk_.data(), bytes);
+          self->serve_input();
+        });
+  }
+
+  // Runs every complete command in the input, then writes the replies (or reads more).
+  void serve_input() {
+    std::size_t offset = 0;
+    bool close_after = false;
+    for (;;) {
+      std::size_t consumed = 0;
+      const ParseStatus status =
+          parser_.parse(std::string_view(input_).substr(offset), args_, consumed);
+      offset += consumed;
+      if (status == ParseStatus::kNeedMore) break;
+      if (status == ParseStatus::kError) {
+        ReplyWriter(output_, client_.proto).error("ERR " + parser_.error());
+        close_after = true;
+        break;
+      }
+      execute(state_, client_, args_, output_);
+      if (client_.close_after_reply) {
+        close_after = true;
+        break;
+      }
+    }
+    input_.erase(0, offset);
+    if (!close_after && input_.size() > parser_.max_buffered_bytes()) {
+      ReplyWriter(output_, client_.proto).error("ERR Protocol error: client buffer limit exceeded");
+      close_after = true;
+    }
+    if (output_.empty()) {
+      if (close_after) return close();
+      return read();
+    }
+    asio::async_write(
+        socket_, asio::buffer(output_),
+        [self = shared_from_this(), close_after](boost::system::error_code error, std::size_t) {
+          self->output_.clear();
+          if (error || close_after) return self->close();
+          self->read();
+        });
+  }
+
+  void arm_idle_timer() {
+    if (options_.idle_timeout_seconds == 0) return;
+    idle_.expires_after(std::chrono::seconds(options_.idle_timeout_seconds));
+    idle_.async_wait([self = shared_from_this()](boost::system::error_code error) {
+      if (!error) self->close();  // not cancelled: the client was idle too long
+    });
+  }
+
+  void close() {
+    boost::system::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  tcp::socket socket_;
+  asio::steady_timer idle_;
+  ServerState& state_;
+  const ServerOptions& options_;
+  RequestParser parser_;
+  ClientState client_;
+  std::array<char, 16384> chunk_{};
+  std::string input_;
+  std::string output_;
+  std::vector<std::string> args_;
+};
+
+class Listener {
+ public:
+  Listener(asio::io_context& io, const ServerOptions& options, ServerState& state)
+      : io_(io),
+        acceptor_(io, tcp::endpoint(asio::ip::make_address(options.bind), options.port)),
+        options_(options),
+        state_(state) {}
+
+  tcp::endpoint endpoint() const { return acceptor_.local_endpoint(); }
+
+  void accept() {
+    acceptor_.async_accept(asio::make_strand(io_),
+                           [this](boost::system::error_code error, tcp::socket socket) {
+                             if (error == asio::error::operation_aborted) return;
+                             if (!error) admit(std::move(socket));
+                             accept();
+                           });
+  }
+
+ private:
+  void admit(tcp::socket socket) {
+    if (state_.connected_clients.load() >= options_.max_clients) {
+      static const std::string refusal = "-ERR max number of clients reached\r\n";
+      boost::system::error_code ignored;
+      asio::write(socket, asio::buffer(refusal), ignored);
+      return;
+    }
+    std::make_shared<Session>(std::move(socket), state_, options_)->start();
+  }
+
+  asio::io_context& io_;
+  tcp::acceptor acceptor_;
+  const ServerOptions& options_;
+  ServerState& state_;
+};
+
+}  // namespace
+
+void run_server(const ServerOptions& options) {
+  ServerState state;
+  state.password = options.password;
+  asio::io_context io(static_cast<int>(options.threads));
+  Listener listener(io, options, state);
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](boost::system::error_code, int) { io.stop(); });
+  listener.accept();
+  const tcp::endpoint at = listener.endpoint();
+  std::printf("listening %s:%u\n", at.address().to_string().c_str(),
+              static_cast<unsigned>(at.port()));
+  std::fflush(stdout);
+  std::vector<std::thread> threads;
+  for (unsigned i = 1; i < options.threads; ++i) threads.emplace_back([&io] { io.run(); });
+  io.run();
+  for (std::thread& thread : threads) thread.join();
+}
+
+}  // namespace ccf::serve

@@ -1,0 +1,48 @@
+#include "serve_command.hpp"
+
+#include <memory>
+
+#include "serve/server.hpp"
+
+namespace ccf_tool {
+
+std::function<int()> add_serve_command(CLI::App& app) {
+  auto options = std::make_shared<ccf::serve::ServerOptions>();
+  CLI::App* serve = app.add_subcommand(
+      "serve",
+      "Serve cuckoo filters over the Redis protocol (RESP2/RESP3): RedisBloom's CF.* commands "
+      "from many threads.\nExample: ccf serve --port 6380 --threads 4 & redis-cli -p 6380 "
+      "CF.ADD f hello");
+  serve->add_option("--bind", options->bind, "address to listen on (loopback by default)")
+      ->capture_default_str();
+  serve->add_option("--port", options->port, "TCP port; 0 picks a free one (printed)")
+      ->capture_default_str();
+  serve->add_option("--threads", options->threads, "I/O threads running the commands")
+      ->check(CLI::Range(1u, 1024u))
+      ->capture_default_str();
+  serve->add_option("--requirepass", options->password, "clients must AUTH with this password");
+  serve->add_option("--max-clients", options->max_clients, "clients connected at once")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
+      ->capture_default_str();
+  serve
+      ->add_option("--timeout", options->idle_timeout_seconds,
+                   "close a client idle this many seconds (0: never)")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-bulk-bytes", options->limits.max_bulk_bytes,
+                   "largest argument a client may send")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 30))
+      ->capture_default_str();
+  serve
+      ->add_option("--max-arguments", options->limits.max_array_length,
+                   "most arguments in one command")
+      ->check(CLI::Range(std::size_t{16}, std::size_t{1} << 24))
+      ->capture_default_str();
+  return [serve, options]() -> int {
+    if (!serve->parsed()) return -1;
+    ccf::serve::run_server(*options);
+    return 0;
+  };
+}
+
+}  // namespace ccf_tool
