@@ -66,6 +66,7 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <istream>
@@ -112,9 +113,12 @@ struct Overflow {
 struct NoOverflow {};
 }  // namespace detail
 
-template <class Table, class Policy>
-class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy>>,
-                          public detail::OccupancyApi<BasicCuckooFilter<Table, Policy>> {
+// Addr: the bucket addressing, detail::Addressing (any bucket count) unless a filter is one
+// level of a family that nests (detail::NestedAddressing: level k has base * 2^k buckets, and
+// keys that share a fingerprint and buckets in level k share them in every smaller level).
+template <class Table, class Policy, class Addr = detail::Addressing<Table::kFpBits>>
+class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy, Addr>>,
+                          public detail::OccupancyApi<BasicCuckooFilter<Table, Policy, Addr>> {
   friend class detail::KeyApi<BasicCuckooFilter>;
   friend class detail::OccupancyApi<BasicCuckooFilter>;
   using Api = detail::KeyApi<BasicCuckooFilter>;
@@ -131,9 +135,16 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy>
 
   // Throws std::invalid_argument for capacity 0 or too large for the 64 TiB table limit, a
   // max_load outside (0, 1], or max_kicks above 2^20.
-  explicit BasicCuckooFilter(std::size_t capacity, FilterOptions options = {})
+  explicit BasicCuckooFilter(std::size_t capacity, FilterOptions options = {}) requires
+      std::constructible_from<Addr, std::uint64_t>
       : BasicCuckooFilter(Table(detail::checked_bucket_count<Table>(capacity, options)), capacity,
                           options) {}
+
+  // A filter of exactly addressing.buckets() buckets addressed by `addressing` (e.g. level k of
+  // a NestedAddressing family). options.max_load is not used.
+  explicit BasicCuckooFilter(const Addr& addressing, FilterOptions options = {})
+      : BasicCuckooFilter(Table(checked_buckets(addressing.buckets(), options)),
+                          addressing.buckets() * kSlots, options, addressing) {}
 
   // Movable where the policy is (Unsynchronized); moving is not concurrent with anything.
   // Concurrent filters: clear() and save() are not concurrent with writers.
@@ -273,32 +284,67 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy>
   // Reads a filter saved by any filter of this table shape. Throws FormatError (truncated,
   // corrupted, foreign or mismatched data, an item count the table does not hold, or, for a
   // filter without a victim slot, a victim entry with no room in its buckets).
-  [[nodiscard]] static std::unique_ptr<BasicCuckooFilter> load(std::istream& in) {
-    return read_after_header(detail::HeaderCodec::read(in), in);
+  [[nodiscard]] static std::unique_ptr<BasicCuckooFilter> load(
+      std::istream& in) requires std::constructible_from<Addr, std::uint64_t> {
+    const detail::FilterHeader h = detail::HeaderCodec::read(in);
+    return read_after_header(h, in, Addr(h.buckets));
+  }
+  // The same for a filter saved with the given addressing: the file must have its bucket count.
+  [[nodiscard]] static std::unique_ptr<BasicCuckooFilter> load(std::istream& in,
+                                                               const Addr& addressing) {
+    const detail::FilterHeader h = detail::HeaderCodec::read(in);
+    if (h.buckets != addressing.buckets()) {
+      throw FormatError("the file has " + std::to_string(h.buckets) +
+                        " buckets where its addressing has " +
+                        std::to_string(addressing.buckets()));
+    }
+    return read_after_header(h, in, addressing);
   }
 
   // The rest of load, for a header already read (AnyCuckooFilter reads it to pick the shape).
+  static std::unique_ptr<BasicCuckooFilter> read_after_header(
+      const detail::FilterHeader& h,
+      std::istream& in) requires std::constructible_from<Addr, std::uint64_t> {
+    return read_after_header(h, in, Addr(h.buckets));
+  }
+
+ private:
   static std::unique_ptr<BasicCuckooFilter> read_after_header(const detail::FilterHeader& h,
-                                                              std::istream& in) {
+                                                              std::istream& in,
+                                                              const Addr& addressing) {
     FilterOptions options;
     options.seed = h.seed;
     options.max_kicks = h.max_kicks;
     std::unique_ptr<BasicCuckooFilter> filter(
-        new BasicCuckooFilter(detail::read_table<Table>(h, in), h.capacity, options));
+        new BasicCuckooFilter(detail::read_table<Table>(h, in), h.capacity, options, addressing));
     filter->adopt_victim(h);
     filter->recount();  // read_table checked the header's count against the table
     return filter;
   }
 
- private:
   using Location = detail::Location;
   using Path = detail::CuckooPath<kSlots, kPathDepth>;
   // Where an erase found the fingerprint.
   enum class Where : std::uint8_t { kPrimary, kAlternate, kNeither };
 
-  BasicCuckooFilter(Table&& table, std::size_t capacity, const FilterOptions& options)
+  // The bucket count of an addressing-made filter, checked as a capacity would be.
+  static std::uint64_t checked_buckets(std::uint64_t buckets, FilterOptions options) {
+    if (buckets == 0 || buckets > detail::kMaxTableBytes) {
+      throw std::invalid_argument("cuckoo filter bucket count " + std::to_string(buckets) +
+                                  " is out of range");
+    }
+    options.max_load = 1.0;
+    return detail::checked_bucket_count<Table>(buckets * kSlots, options);
+  }
+
+  BasicCuckooFilter(Table&& table, std::size_t capacity, const FilterOptions& options) requires
+      std::constructible_from<Addr, std::uint64_t>
+      : BasicCuckooFilter(std::move(table), capacity, options, Addr(table.bucket_count())) {}
+
+  BasicCuckooFilter(Table&& table, std::size_t capacity, const FilterOptions& options,
+                    const Addr& addressing)
       : table_(std::move(table)),
-        addressing_(table_.bucket_count()),
+        addressing_(addressing),
         policy_(table_.bucket_count()),
         options_(options),
         requested_capacity_(capacity) {
@@ -504,7 +550,7 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy>
   }
 
   Table table_;
-  detail::Addressing<kFpBits> addressing_;
+  Addr addressing_;
   mutable Policy policy_;
   FilterOptions options_;
   std::size_t requested_capacity_;

@@ -1,6 +1,10 @@
 #include "serve_command.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "serve/server.hpp"
 
@@ -8,6 +12,7 @@ namespace ccf_tool {
 
 std::function<int()> add_serve_command(CLI::App& app) {
   auto options = std::make_shared<ccf::serve::ServerOptions>();
+  auto save_point = std::make_shared<std::vector<std::uint64_t>>();
   CLI::App* serve = app.add_subcommand(
       "serve",
       "Serve cuckoo filters over the Redis protocol (RESP2/RESP3): RedisBloom's CF.* commands "
@@ -38,8 +43,30 @@ std::function<int()> add_serve_command(CLI::App& app) {
                    "most arguments in one command")
       ->check(CLI::Range(std::size_t{16}, std::size_t{1} << 24))
       ->capture_default_str();
-  return [serve, options]() -> int {
+  serve
+      ->add_option("--dir", options->directory,
+                   "directory of the snapshot file: loaded at start, written by SAVE/BGSAVE")
+      ->check(CLI::ExistingDirectory);
+  serve->add_option("--dbfilename", options->file_name, "snapshot file name in --dir")
+      ->capture_default_str();
+  serve
+      ->add_option("--save", *save_point,
+                   "SECONDS CHANGES: snapshot every SECONDS when CHANGES writes ran (and at "
+                   "shutdown); needs --dir")
+      ->expected(2);
+  return [serve, options, save_point]() -> int {
     if (!serve->parsed()) return -1;
+    if (!save_point->empty()) {
+      if (options->directory.empty()) throw CLI::ValidationError("--save", "needs --dir");
+      if ((*save_point)[0] == 0 || (*save_point)[0] > 86400 * 365) {
+        throw CLI::ValidationError("--save", "SECONDS must be in [1, 31536000]");
+      }
+      options->save_seconds = static_cast<unsigned>((*save_point)[0]);
+      options->save_changes = std::max<std::uint64_t>(1, (*save_point)[1]);
+    }
+    if (options->file_name.empty() || options->file_name.find('/') != std::string::npos) {
+      throw CLI::ValidationError("--dbfilename", "a file name without '/'");
+    }
     ccf::serve::run_server(*options);
     return 0;
   };

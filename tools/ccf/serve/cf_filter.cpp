@@ -1,11 +1,16 @@
 #include "serve/cf_filter.hpp"
 
+#include <bit>
+#include <cstring>
 #include <functional>
 #include <new>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
 #include "ccf/concurrent/striped_cuckoo_filter.hpp"
+#include "ccf/detail/nested_addressing.hpp"
+#include "ccf/hash.hpp"
 
 namespace ccf::serve {
 namespace {
@@ -13,40 +18,104 @@ namespace {
 // One seed for every sub-filter of every key: items map alike in all of a key's sub-filters.
 constexpr FilterOptions kSubOptions{.max_load = 1.0};
 
+using Nested = detail::NestedAddressing<16>;
+
+// Sub-filter k of a key: level k * log2(expansion) of the nested family over the first
+// sub-filter's buckets (level 0 for every sub-filter when the expansion is 0 or 1).
+unsigned level_of(const CfParams& params, unsigned k) {
+  return params.expansion <= 1 ? 0 : k * static_cast<unsigned>(std::countr_zero(params.expansion));
+}
+
 template <unsigned Slots>
 class SubOf final : public CfFilter::Sub {
  public:
-  // capacity = buckets * Slots at max_load 1: exactly `buckets` buckets.
-  explicit SubOf(std::uint64_t buckets) : filter_(buckets * Slots, kSubOptions) {}
+  explicit SubOf(const Nested& addressing)
+      : owned_(std::make_unique<Filter>(addressing, kSubOptions)), filter_(*owned_) {}
   bool insert(std::string_view item) override { return filter_.insert(item) == Status::kOk; }
   bool contains(std::string_view item) const override { return filter_.contains(item); }
   std::size_t count(std::string_view item) const override { return filter_.count(item); }
   bool erase(std::string_view item) override { return filter_.erase(item) == Status::kOk; }
   std::size_t memory_bytes() const override { return filter_.memory_bytes(); }
+  std::string save() const override {
+    std::ostringstream out;
+    filter_.save(out);
+    return std::move(out).str();
+  }
+  // The filter in blob, if it is one of this shape and bucket count (else nullptr).
+  static std::unique_ptr<CfFilter::Sub> load(const Nested& addressing, std::string_view blob) {
+    std::istringstream in{std::string(blob)};
+    std::unique_ptr<Filter> loaded;
+    try {
+      loaded = Filter::load(in, addressing);
+    } catch (const std::exception&) {
+      return nullptr;  // not a filter file of this shape and size, or damaged
+    }
+    if (loaded->seed() != kSubOptions.seed || in.peek() != std::char_traits<char>::eof()) {
+      return nullptr;
+    }
+    return std::unique_ptr<CfFilter::Sub>(new SubOf(std::move(loaded)));
+  }
 
  private:
-  StripedCuckooFilter<16, Slots> filter_;
+  using Filter =
+      BasicCuckooFilter<AtomicPackedTable<16, Slots>, StripedSync<ReadMode::kOptimistic>, Nested>;
+  explicit SubOf(std::unique_ptr<Filter> filter) : owned_(std::move(filter)), filter_(*owned_) {}
+
+  // A sub-filter made here owns its filter inline; a loaded one owns what load() returned.
+  std::unique_ptr<Filter> owned_;
+  Filter& filter_;
 };
 
-std::unique_ptr<CfFilter::Sub> make_sub(const CfParams& params) {
+// Throws std::bad_alloc, or std::invalid_argument for a level beyond the addressing's.
+std::unique_ptr<CfFilter::Sub> make_sub(const CfParams& params, unsigned k) {
+  const unsigned level = level_of(params, k);
+  if (level > Nested::kMaxLevel) {
+    throw std::invalid_argument("sub-filter " + std::to_string(k) + " would need " +
+                                std::to_string(level) + " doublings");
+  }
+  const Nested addressing(params.buckets, level);
   switch (params.bucket_size) {
     case 1:
-      return std::make_unique<SubOf<1>>(params.buckets);
+      return std::make_unique<SubOf<1>>(addressing);
     case 2:
-      return std::make_unique<SubOf<2>>(params.buckets);
+      return std::make_unique<SubOf<2>>(addressing);
     case 4:
-      return std::make_unique<SubOf<4>>(params.buckets);
+      return std::make_unique<SubOf<4>>(addressing);
     default:
       throw std::invalid_argument("CfFilter: bucket size " + std::to_string(params.bucket_size) +
                                   " has no layout");
   }
 }
 
+std::unique_ptr<CfFilter::Sub> load_sub(const CfParams& params, unsigned k, std::string_view blob) {
+  const unsigned level = level_of(params, k);
+  if (level > Nested::kMaxLevel) return nullptr;
+  const Nested addressing(params.buckets, level);
+  switch (params.bucket_size) {
+    case 1:
+      return SubOf<1>::load(addressing, blob);
+    case 2:
+      return SubOf<2>::load(addressing, blob);
+    case 4:
+      return SubOf<4>::load(addressing, blob);
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace
+
+CfFilter::CfFilter(const CfParams& params, std::vector<std::unique_ptr<Sub>> loaded)
+    : params_(params), items_(params.items), deletes_(params.deletes) {
+  for (std::size_t k = 0; k < loaded.size(); ++k) {
+    install(static_cast<unsigned>(k), std::move(loaded[k]));
+  }
+  filters_.store(static_cast<unsigned>(loaded.size()), std::memory_order_release);
+}
 
 CfFilter::CfFilter(const CfParams& params)
     : params_(params), items_(params.items), deletes_(params.deletes) {
-  subs_[0] = make_sub(params_);
+  install(0, make_sub(params_, 0));
   filters_.store(1, std::memory_order_release);
 }
 
@@ -57,6 +126,8 @@ std::mutex& CfFilter::nx_lock(std::string_view item) const {
 }
 
 AddResult CfFilter::add(std::string_view item, bool only_if_absent) {
+  const std::shared_lock writing(writers_);  // (5)
+  version_.fetch_add(1);
   if (!only_if_absent) return add_unchecked(item);
   const std::lock_guard lock(nx_lock(item));  // (4)
   if (contains(item)) return AddResult::kPresent;
@@ -66,7 +137,7 @@ AddResult CfFilter::add(std::string_view item, bool only_if_absent) {
 AddResult CfFilter::add_unchecked(std::string_view item) {
   for (;;) {
     const unsigned seen = filters();
-    if (subs_[seen - 1]->insert(item)) {  // (2) the newest
+    if (sub(seen - 1).insert(item)) {  // (2) the newest
       items_.fetch_add(1);
       return AddResult::kAdded;
     }
@@ -80,9 +151,11 @@ bool CfFilter::grow(unsigned seen) {
   const std::lock_guard lock(grow_mutex_);
   if (filters_.load(std::memory_order_relaxed) != seen) return true;  // another insert grew it
   try {
-    subs_[seen] = make_sub(params_);
+    install(seen, make_sub(params_, seen));
   } catch (const std::bad_alloc&) {
     return false;
+  } catch (const std::invalid_argument&) {
+    return false;  // beyond the addressing's levels, or a table too large to have
   }
   filters_.store(seen + 1, std::memory_order_release);  // (1)
   return true;
@@ -92,7 +165,7 @@ bool CfFilter::contains(std::string_view item) const {
   for (;;) {
     const std::uint64_t before = removals_.load();  // (3)
     for (unsigned k = filters(); k-- > 0;) {
-      if (subs_[k]->contains(item)) return true;
+      if (sub(k).contains(item)) return true;
     }
     if (removals_.load() == before) return false;
   }
@@ -102,19 +175,21 @@ std::uint64_t CfFilter::count(std::string_view item) const {
   for (;;) {
     const std::uint64_t before = removals_.load();  // (3)
     std::uint64_t copies = 0;
-    for (unsigned k = filters(); k-- > 0;) copies += subs_[k]->count(item);
+    for (unsigned k = filters(); k-- > 0;) copies += sub(k).count(item);
     if (removals_.load() == before) return copies;
   }
 }
 
 bool CfFilter::erase(std::string_view item) {
+  const std::shared_lock writing(writers_);  // (5)
+  version_.fetch_add(1);
   for (;;) {
     const std::uint64_t before = removals_.load();  // (3)
     bool raced = false;
     for (unsigned k = filters(); k-- > 0;) {
-      if (!subs_[k]->contains(item)) continue;
+      if (!sub(k).contains(item)) continue;
       removals_.fetch_add(1);  // (3) before the removal
-      if (subs_[k]->erase(item)) {
+      if (sub(k).erase(item)) {
         items_.fetch_sub(1);
         deletes_.fetch_add(1);
         return true;
@@ -129,7 +204,7 @@ bool CfFilter::erase(std::string_view item) {
 CfFilter::Info CfFilter::info() const {
   const unsigned n = filters();
   std::uint64_t bytes = sizeof(*this);
-  for (unsigned k = 0; k < n; ++k) bytes += subs_[k]->memory_bytes();
+  for (unsigned k = 0; k < n; ++k) bytes += sub(k).memory_bytes();
   return {bytes,
           params_.buckets,
           n,
@@ -138,6 +213,166 @@ CfFilter::Info CfFilter::info() const {
           params_.bucket_size,
           params_.expansion,
           params_.max_iterations};
+}
+
+// ---- dumps ---------------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::string_view kMagic = "CCFCF001";
+constexpr std::size_t kFixedHeaderBytes = 8 + 8 + 4 + 4 + 4 + 4 + 8 + 8;
+
+template <class T>
+void put(std::string& out, T value) {
+  static_assert(std::endian::native == std::endian::little, "dumps are little-endian");
+  out.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+template <class T>
+T take(std::string_view bytes, std::size_t& at) {
+  T value;
+  std::memcpy(&value, bytes.data() + at, sizeof value);
+  at += sizeof value;
+  return value;
+}
+
+std::uint64_t checksum(std::string_view bytes) {
+  return XXH3_64bits(bytes.data(), bytes.size());
+}
+
+}  // namespace
+
+bool CfFilter::valid(const CfParams& params, std::uint64_t filters) {
+  return (params.bucket_size == 1 || params.bucket_size == 2 || params.bucket_size == 4) &&
+         params.buckets > 0 && std::has_single_bit(params.buckets) &&
+         params.buckets < (std::uint64_t{1} << 40) && params.max_iterations >= 1 &&
+         params.max_iterations <= 65535 && params.expansion <= 32768 &&
+         (params.expansion == 0 || std::has_single_bit(params.expansion)) && filters >= 1 &&
+         filters <= kMaxFilters && (params.expansion != 0 || filters == 1);
+}
+
+std::shared_ptr<const CfFilter::Dump> CfFilter::dump() const {
+  const std::lock_guard dumping(dump_mutex_);
+  const std::unique_lock no_writers(writers_);  // (5)
+  if (last_dump_ && last_dump_version_ == version_.load()) return last_dump_;
+  auto made = std::make_shared<Dump>();
+  const unsigned n = filters();
+  for (unsigned k = 0; k < n; ++k) made->blobs.push_back(sub(k).save());
+  std::string& header = made->header;
+  header.append(kMagic);
+  put<std::uint64_t>(header, params_.buckets);
+  put<std::uint32_t>(header, params_.bucket_size);
+  put<std::uint32_t>(header, params_.max_iterations);
+  put<std::uint32_t>(header, params_.expansion);
+  put<std::uint32_t>(header, n);
+  put<std::uint64_t>(header, items_.load());
+  put<std::uint64_t>(header, deletes_.load());
+  for (const std::string& blob : made->blobs) put<std::uint64_t>(header, blob.size());
+  put<std::uint64_t>(header, checksum(header));
+  last_dump_ = std::move(made);
+  last_dump_version_ = version_.load();
+  return last_dump_;
+}
+
+bool CfFilter::header_length_fits(std::string_view bytes) {
+  return bytes.size() >= kFixedHeaderBytes + 16 && bytes.size() % 8 == 0 &&
+         bytes.size() <= kFixedHeaderBytes + 8 * std::size_t{kMaxFilters} + 8;
+}
+
+std::optional<CfFilter::DumpHeader> CfFilter::parse_header(std::string_view bytes) {
+  if (!header_length_fits(bytes) || bytes.substr(0, kMagic.size()) != kMagic) return std::nullopt;
+  std::size_t at = kMagic.size();
+  DumpHeader header;
+  CfParams& params = header.params;
+  params.buckets = take<std::uint64_t>(bytes, at);
+  params.bucket_size = take<std::uint32_t>(bytes, at);
+  params.max_iterations = take<std::uint32_t>(bytes, at);
+  params.expansion = take<std::uint32_t>(bytes, at);
+  const std::uint32_t filters = take<std::uint32_t>(bytes, at);
+  params.items = take<std::uint64_t>(bytes, at);
+  params.deletes = take<std::uint64_t>(bytes, at);
+  if (filters == 0 || filters > kMaxFilters ||
+      bytes.size() != kFixedHeaderBytes + 8 * std::size_t{filters} + 8) {
+    return std::nullopt;
+  }
+  for (std::uint32_t k = 0; k < filters; ++k) {
+    header.blob_sizes.push_back(take<std::uint64_t>(bytes, at));
+  }
+  if (take<std::uint64_t>(bytes, at) != checksum(bytes.substr(0, bytes.size() - 8))) {
+    return std::nullopt;
+  }
+  if (!valid(params, filters)) return std::nullopt;
+  return header;
+}
+
+std::unique_ptr<CfFilter> CfFilter::from_header(const DumpHeader& header) {
+  auto filter = std::make_unique<CfFilter>(header.params);
+  for (std::size_t k = 1; k < header.blob_sizes.size(); ++k) {
+    if (!filter->grow(static_cast<unsigned>(k))) throw std::bad_alloc();
+  }
+  // Every blob is its empty sub-filter's size: the staging memory is bounded by the filter's.
+  for (unsigned k = 0; k < header.blob_sizes.size(); ++k) {
+    if (header.blob_sizes[k] != filter->sub(k).save().size()) return nullptr;
+  }
+  filter->restore_ = std::make_unique<Restore>();
+  filter->restore_->sizes = header.blob_sizes;
+  filter->restore_->staged.resize(header.blob_sizes.size());
+  return filter;
+}
+
+bool CfFilter::load_chunk(std::uint64_t offset, std::string_view data) {
+  if (!restore_ || data.empty()) return false;
+  const std::lock_guard lock(restore_->mutex);
+  std::uint64_t start = 0;
+  for (unsigned k = 0; k < restore_->sizes.size(); ++k) {
+    const std::uint64_t size = restore_->sizes[k];
+    if (offset < start + size) {
+      const std::uint64_t within = offset - start;
+      if (data.size() > size - within) return false;  // leaves the blob
+      std::string& staged = restore_->staged[k];
+      if (staged.size() != size) staged.assign(size, '\0');
+      data.copy(staged.data() + within, data.size());
+      if (within + data.size() < size) return true;  // more of this blob to come
+      const bool loaded = load_blob(k, staged);
+      std::string().swap(staged);
+      return loaded;
+    }
+    start += size;
+  }
+  return false;
+}
+
+bool CfFilter::load_blob(unsigned k, std::string_view blob) {
+  if (k >= filters()) return false;
+  std::unique_ptr<Sub> loaded = load_sub(params_, k, blob);
+  if (!loaded) return false;
+  const std::unique_lock no_writers(writers_);  // (5)
+  const std::lock_guard lock(grow_mutex_);
+  version_.fetch_add(1);
+  install(k, std::move(loaded));
+  return true;
+}
+
+void CfFilter::install(unsigned k, std::unique_ptr<Sub> made) {
+  owned_.reserve(owned_.size() + 1);                      // may throw: before anything changes
+  subs_[k].store(made.get(), std::memory_order_release);  // (1)
+  owned_.push_back(std::move(made));
+}
+
+std::unique_ptr<CfFilter> CfFilter::restore(std::string_view header_bytes, std::string_view data) {
+  const std::optional<DumpHeader> header = parse_header(header_bytes);
+  if (!header) return nullptr;
+  std::vector<std::unique_ptr<Sub>> loaded;
+  std::size_t at = 0;
+  for (const std::uint64_t size : header->blob_sizes) {
+    if (size > data.size() - at) return nullptr;
+    const auto k = static_cast<unsigned>(loaded.size());
+    loaded.push_back(load_sub(header->params, k, data.substr(at, size)));
+    if (!loaded.back()) return nullptr;
+    at += size;
+  }
+  if (at != data.size()) return nullptr;
+  return std::unique_ptr<CfFilter>(new CfFilter(header->params, std::move(loaded)));
 }
 
 }  // namespace ccf::serve

@@ -2,21 +2,27 @@
 // (docs/server.md): a chain of sub-filters that grows when the newest is full, with a bucket
 // size, an expansion rate and a cap on the number of sub-filters chosen at CF.RESERVE.
 //
-//   sub-filter 0    sub-filter 1    ...   sub-filter n-1 (newest)
-//   +-----------+   +-----------+         +-----------+
-//   | B buckets |   | B buckets |   ...   | B buckets |   each a StripedCuckooFilter<16, b>:
-//   +-----------+   +-----------+         +-----------+   16-bit fingerprints, b slots
+//   sub-filter 0    sub-filter 1      ...   sub-filter n-1 (newest)
+//   +-----------+   +-------------+         +------------------+
+//   | B buckets |   | B*e buckets |   ...   | B*e^(n-1) buckets |  each a striped filter:
+//   +-----------+   +-------------+         +------------------+  16-bit fingerprints, b slots
 //
-// Every sub-filter has the same bucket count and hash seed, so an item has the same fingerprint
-// and the same two buckets in each (expansion 1; expansion 0 never adds one). That is what keeps
-// deletes safe, where RedisBloom's sub-filters of different sizes are not: two items that share
-// a fingerprint and a bucket pair in one sub-filter share them in all, so any copy of that
-// fingerprint serves both, and a delete that removes "the other item's" copy leaves one that
-// the remaining item still finds.
+// Sub-filter k has buckets * expansion^k buckets (expansion 0 or 1: all the same size), and the
+// sub-filters are levels of one nested addressing family (ccf/detail/nested_addressing.hpp):
+// level k * log2(expansion) over the first sub-filter's buckets, one hash seed for all. That is
+// what keeps deletes safe where RedisBloom's are not: two items that share a fingerprint and a
+// bucket pair in one sub-filter share them in every older (smaller) one. A delete takes a copy
+// from the NEWEST sub-filter that has one; if that copy is another item z's, z shares the
+// deleted item x's fingerprint and buckets there and in every older sub-filter, and x's own
+// copy lies in that sub-filter or an older one, where z finds it: every remaining item keeps a
+// copy it can be charged to (the lock-free filter's argument, docs/lockfree.md, points 3-5).
+// A sub-filter is at most 16 doublings larger than the first (the addressing's levels); a key
+// that would need more answers "no memory".
 //
 // Concurrency (no lock on lookups, inserts or deletes; a mutex only to add a sub-filter):
-//   (1) Sub-filters are only ever added (never freed while the CfFilter lives); `filters_` is
-//       published with release after the new sub-filter is built, and read with acquire.
+//   (1) Sub-filters are only ever added or replaced (CF.LOADCHUNK), never freed while the
+//       CfFilter lives; a sub-filter's pointer and then `filters_` are published with release
+//       after it is built, and read with acquire.
 //   (2) Inserts go to the newest sub-filter; deletes take a copy from the newest sub-filter
 //       that has one; lookups scan newest to oldest. Copies never move between sub-filters.
 //   (3) A lookup could still miss a present item when, during its scan, a delete removes the
@@ -29,6 +35,16 @@
 //       Changed: scan again. A scan retries only when a delete ran: lookups are lock-free.
 //   (4) CF.ADDNX / CF.INSERTNX test and add under a lock striped by item hash, so two NX adds
 //       of one item cannot both add. Plain adds and lookups take no lock.
+//   (5) A dump (CF.SCANDUMP, SAVE) needs the sub-filters still: adds and deletes hold
+//       `writers_` shared, a dump holds it exclusively while it copies the tables out (the
+//       striped filter's save() may not run beside its writers). Lookups never take it.
+//
+// Dump format (CF.SCANDUMP's chunks, and a key's value in a snapshot), little-endian:
+//   header   "CCFCF001", buckets u64, bucket size u32, max iterations u32, expansion u32,
+//            sub-filters u32, items u64, deletes u64, then each sub-filter's blob size u64,
+//            then the XXH3 checksum (u64) of all of the above
+//   data     each sub-filter's blob in order: the library's checksummed filter file
+//            (BasicCuckooFilter::save), so a damaged chunk is caught when it is loaded
 #pragma once
 
 #include <array>
@@ -37,7 +53,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace ccf::serve {
 
@@ -85,6 +105,37 @@ class CfFilter {
   };
   Info info() const;
 
+  // A consistent copy of the filter: its header and each sub-filter's blob (format above).
+  struct Dump {
+    std::string header;
+    std::vector<std::string> blobs;
+  };
+  // Reused while no add or delete ran since it was made.
+  std::shared_ptr<const Dump> dump() const;
+
+  // The parameters and counters in a dump header, and the blob sizes it announces.
+  struct DumpHeader {
+    CfParams params;
+    std::vector<std::uint64_t> blob_sizes;
+  };
+  // Whether `bytes` has a length a header may have (CF.LOADCHUNK: else "Invalid header").
+  static bool header_length_fits(std::string_view bytes);
+  // nullopt: not a header of this format, a bad checksum or values out of range.
+  static std::optional<DumpHeader> parse_header(std::string_view bytes);
+  // A filter with the header's parameters and counters whose sub-filters are all empty: the
+  // blobs arrive later through load_chunk (CF.LOADCHUNK). nullptr if the announced blob sizes
+  // are not those of the header's shape; throws std::bad_alloc.
+  static std::unique_ptr<CfFilter> from_header(const DumpHeader& header);
+  // CF.LOADCHUNK's data: bytes [offset, offset + data.size()) of the dump's data. A blob is
+  // collected until its last byte arrives, then it replaces its (empty) sub-filter. False: this
+  // filter was not made by from_header, the range is empty or leaves one blob, or a completed
+  // blob is not a filter of this key's shape (then it is dropped: send it again).
+  bool load_chunk(std::uint64_t offset, std::string_view data);
+  // A whole dump back (a snapshot's value); nullptr if any part is bad.
+  static std::unique_ptr<CfFilter> restore(std::string_view header, std::string_view data);
+  // Shape checks a header's values must pass (also those of CF.RESERVE's parameters).
+  static bool valid(const CfParams& params, std::uint64_t filters);
+
   // A sub-filter: one of the bucket sizes behind one interface.
   class Sub {
    public:
@@ -94,23 +145,49 @@ class CfFilter {
     virtual std::size_t count(std::string_view item) const = 0;
     virtual bool erase(std::string_view item) = 0;
     virtual std::size_t memory_bytes() const = 0;
+    virtual std::string save() const = 0;
   };
 
  private:
   unsigned filters() const noexcept { return filters_.load(std::memory_order_acquire); }  // (1)
+  Sub& sub(unsigned k) const noexcept { return *subs_[k].load(std::memory_order_acquire); }
+  // Makes `made` sub-filter k (replacing one, whose memory stays: a lookup may be reading it).
+  void install(unsigned k, std::unique_ptr<Sub> made);
   AddResult add_unchecked(std::string_view item);
   // Adds a sub-filter unless one was added since `seen` filters were read. False: no memory.
   bool grow(unsigned seen);
   std::mutex& nx_lock(std::string_view item) const;
+  bool load_blob(unsigned k, std::string_view blob);
+  // A filter made of sub-filters already loaded (restore).
+  CfFilter(const CfParams& params, std::vector<std::unique_ptr<Sub>> loaded);
+
+  // Changes since construction: a dump is reused while this is unchanged.
+  std::uint64_t version() const noexcept { return version_.load(); }
 
   CfParams params_;
-  std::array<std::unique_ptr<Sub>, kMaxFilters> subs_;
+  // The live sub-filters (published with release, read with acquire: (1)); all sub-filters
+  // ever made, live or replaced, are owned by owned_.
+  std::array<std::atomic<Sub*>, kMaxFilters> subs_{};
+  std::vector<std::unique_ptr<Sub>> owned_;  // under grow_mutex_
+  // A restore through CF.LOADCHUNK under way: each blob's size and the bytes received so far.
+  struct Restore {
+    std::mutex mutex;
+    std::vector<std::uint64_t> sizes;
+    std::vector<std::string> staged;
+  };
+  std::unique_ptr<Restore> restore_;
   std::atomic<unsigned> filters_{0};
   std::mutex grow_mutex_;
   std::atomic<std::uint64_t> items_;
   std::atomic<std::uint64_t> deletes_;
   std::atomic<std::uint64_t> removals_{0};  // (3)
   mutable std::array<std::mutex, 64> nx_locks_;
+  mutable std::shared_mutex writers_;  // (5)
+  std::atomic<std::uint64_t> version_{0};
+  mutable std::mutex dump_mutex_;
+  mutable std::shared_ptr<const Dump> last_dump_;
+
+  mutable std::uint64_t last_dump_version_ = 0;
 };
 
 }  // namespace ccf::serve

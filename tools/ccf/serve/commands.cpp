@@ -1,13 +1,19 @@
 #include "serve/commands.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <chrono>
+#include <cstdio>
 #include <functional>
 #include <new>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
+
+#include "serve/snapshot.hpp"
 
 namespace ccf::serve {
 namespace {
@@ -73,8 +79,6 @@ constexpr unsigned kDefaultMaxIterations = 20;
 constexpr unsigned kDefaultExpansion = 1;
 constexpr std::string_view kBucketSizeRefused =
     "BUCKETSIZE: ccf supports 1, 2 or 4 slots per bucket (3 is rounded up to 4)";
-constexpr std::string_view kExpansionRefused =
-    "EXPANSION: ccf supports 0 (never grow) or 1 (sub-filters of the first one's size)";
 
 // Buckets of the first sub-filter: the smallest power of two >= capacity / bucket size.
 CfParams sized(long long capacity, unsigned bucket_size, unsigned max_iterations,
@@ -148,7 +152,6 @@ void cf_reserve(ServerState& server, ClientState&, const Args& args, ReplyWriter
     return reply.error("Capacity must be in the range [2 * BUCKETSIZE, 1073741824]");
   }
   if (bucket_size > 4) return reply.error(kBucketSizeRefused);
-  if (expansion > 1) return reply.error(kExpansionRefused);
   const CfParams params =
       sized(*capacity, static_cast<unsigned>(bucket_size), static_cast<unsigned>(iterations),
             static_cast<unsigned>(expansion));
@@ -296,6 +299,81 @@ void cf_info(ServerState& server, ClientState&, const Args& args, ReplyWriter& r
     reply.simple(name);
     reply.integer(static_cast<long long>(value));
   }
+}
+
+// CF.SCANDUMP's chunks never cross a blob boundary and hold at most this many bytes.
+constexpr std::uint64_t kMaxChunkBytes = 16u << 20;
+
+void cf_scandump(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+  if (args.size() != 3) return arity_error(reply, args[0]);
+  const std::optional<long long> iterator = parse_integer(args[2]);
+  if (!iterator || *iterator < 0) return reply.error("Invalid position");
+  const Lookup found = look_up(server.keyspace, args[1]);
+  if (found.held == Held::kNothing) return reply.error(kNotFound);
+  if (found.held == Held::kOther) return reply.error(kWrongType);
+  const auto done = [&] {
+    reply.array(2);
+    reply.integer(0);
+    reply.null();
+  };
+  if (found.filter->info().items == 0) return done();  // as RedisBloom: nothing to dump
+  const std::shared_ptr<const CfFilter::Dump> dump = found.filter->dump();
+  if (*iterator == 0) {
+    reply.array(2);
+    reply.integer(1);
+    return reply.bulk(dump->header);
+  }
+  // Iterator i >= 1: the data from byte i - 1 on, within one blob.
+  std::uint64_t offset = static_cast<std::uint64_t>(*iterator) - 1, start = 0;
+  for (const std::string& blob : dump->blobs) {
+    if (offset < start + blob.size()) {
+      const std::uint64_t within = offset - start;
+      const std::uint64_t length = std::min<std::uint64_t>(blob.size() - within, kMaxChunkBytes);
+      reply.array(2);
+      reply.integer(*iterator + static_cast<long long>(length));
+      return reply.bulk(std::string_view(blob).substr(within, length));
+    }
+    start += blob.size();
+  }
+  done();
+}
+
+void cf_loadchunk(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+  if (args.size() != 4) return arity_error(reply, args[0]);
+  const std::optional<long long> iterator = parse_integer(args[2]);
+  if (!iterator || *iterator == 0) return reply.error("Invalid position");
+  const std::string_view data = args[3];
+  if (*iterator == 1) {
+    const Lookup found = look_up(server.keyspace, args[1]);
+    if (found.held == Held::kFilter) return reply.error("ERR item exists");
+    if (found.held == Held::kOther) return reply.error(kWrongType);
+    if (!CfFilter::header_length_fits(data)) return reply.error("Invalid header");
+    const std::optional<CfFilter::DumpHeader> header = CfFilter::parse_header(data);
+    if (!header) return reply.error("Couldn't create filter!");
+    try {
+      std::unique_ptr<CfFilter> made = CfFilter::from_header(*header);
+      if (!made) return reply.error("Couldn't create filter!");
+      std::shared_ptr<CfFilter> filter = std::move(made);
+      const auto [value, created] =
+          server.keyspace.find_or_create(args[1], [&] { return Value(filter); });
+      if (created) return reply.simple("OK");
+      // Another client made the key meanwhile.
+      return reply.error(std::holds_alternative<std::shared_ptr<CfFilter>>(value)
+                             ? std::string_view("ERR item exists")
+                             : kWrongType);
+    } catch (const std::bad_alloc&) {
+      return reply.error("Couldn't create filter!");
+    }
+  }
+  const Lookup found = look_up(server.keyspace, args[1]);
+  if (found.held == Held::kNothing) return reply.error(kNotFound);
+  if (found.held == Held::kOther) return reply.error(kWrongType);
+  // The chunk ends at byte iterator - 1 of the data.
+  if (*iterator < 1 || data.empty() || data.size() > static_cast<std::uint64_t>(*iterator) - 1 ||
+      !found.filter->load_chunk(static_cast<std::uint64_t>(*iterator) - 1 - data.size(), data)) {
+    return reply.error("Couldn't load chunk!");
+  }
+  reply.simple("OK");
 }
 
 // ---- generic commands ------------------------------------------------------------------------
@@ -523,6 +601,26 @@ void info(ServerState& server, ClientState&, const Args& args, ReplyWriter& repl
                      "\r\nredis_mode:standalone\r\nccf_server:ccf serve\r\n\r\n# Clients\r\n"
                      "connected_clients:" +
                      std::to_string(server.connected_clients.load()) + "\r\n";
+  // Memory: the process's resident set (what redis-server's used_memory_rss also reports)
+  // and the bytes of every filter (the sum of their CF.INFO sizes).
+  std::uint64_t resident_pages = 0, filter_bytes = 0;
+  if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
+    unsigned long long total = 0, resident = 0;
+    if (std::fscanf(statm, "%llu %llu", &total, &resident) == 2) resident_pages = resident;
+    std::fclose(statm);
+  }
+  for (std::uint64_t cursor = 0;;) {
+    const auto step = server.keyspace.scan(cursor);
+    for (const auto& [key, value] : step->entries) {
+      if (const auto* filter = std::get_if<std::shared_ptr<CfFilter>>(&value)) {
+        filter_bytes += (*filter)->info().size_bytes;
+      }
+    }
+    if ((cursor = step->next) == 0) break;
+  }
+  text += "\r\n# Memory\r\nused_memory_rss:" +
+          std::to_string(resident_pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE))) +
+          "\r\nccf_filter_bytes:" + std::to_string(filter_bytes) + "\r\n";
   const std::size_t keys_count = server.keyspace.size();
   if (keys_count > 0) {
     text += "\r\n# Keyspace\r\ndb0:keys=" + std::to_string(keys_count) + ",expires=0,avg_ttl=0\r\n";
@@ -531,6 +629,45 @@ void info(ServerState& server, ClientState&, const Args& args, ReplyWriter& repl
 }
 
 void command(ServerState&, ClientState&, const Args& args, ReplyWriter& reply);
+
+constexpr std::string_view kNoSnapshots =
+    "ERR no snapshot file: start ccf serve with --dir (and --dbfilename) to save";
+
+void save(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+  if (args.size() != 1) return arity_error(reply, args[0]);
+  if (server.snapshot_file.empty()) return reply.error(kNoSnapshots);
+  try {
+    save_now(server);
+  } catch (const SnapshotError& error) {
+    return reply.error(std::string("ERR ") + error.what());
+  }
+  reply.simple("OK");
+}
+
+void bgsave(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+  if (args.size() > 2) return reply.error("ERR syntax error");
+  if (server.snapshot_file.empty()) return reply.error(kNoSnapshots);
+  const std::lock_guard lock(server.background_mutex);
+  if (server.background_running.load()) {
+    return reply.error("ERR Background save already in progress");
+  }
+  if (server.background.joinable()) server.background.join();
+  server.background_running.store(true);
+  server.background = std::thread([&server] {
+    try {
+      save_now(server);
+    } catch (const SnapshotError& error) {
+      std::fprintf(stderr, "ccf serve: background save failed: %s\n", error.what());
+    }
+    server.background_running.store(false);
+  });
+  reply.simple("Background saving started");
+}
+
+void lastsave(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+  if (args.size() != 1) return arity_error(reply, args[0]);
+  reply.integer(server.last_save_unix.load());
+}
 
 void set(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
   if (args.size() < 3) return arity_error(reply, args[0]);
@@ -563,6 +700,8 @@ const std::unordered_map<std::string, Handler>& handlers() {
       {"cf.count", cf_count},
       {"cf.del", cf_del},
       {"cf.info", cf_info},
+      {"cf.scandump", cf_scandump},
+      {"cf.loadchunk", cf_loadchunk},
       {"ping", ping},
       {"echo", echo},
       {"auth", auth},
@@ -579,6 +718,9 @@ const std::unordered_map<std::string, Handler>& handlers() {
       {"flushdb", flushall},
       {"info", info},
       {"command", command},
+      {"save", save},
+      {"bgsave", bgsave},
+      {"lastsave", lastsave},
       {"set", set},
       {"get", get},
   };
@@ -606,6 +748,8 @@ const std::initializer_list<CommandFacts>& command_facts() {
       {"cf.count", 3, {kReadonly, kFast}, 1, 1, 1},
       {"cf.del", 3, {kWrite, kFast}, 1, 1, 1},
       {"cf.info", 2, {kReadonly, kFast}, 1, 1, 1},
+      {"cf.scandump", 3, {kReadonly, kFast}, 1, 1, 1},
+      {"cf.loadchunk", 4, {kWrite, kDenyOom}, 1, 1, 1},
       {"ping", -1, {kFast}, 0, 0, 0},
       {"echo", 2, {kFast}, 0, 0, 0},
       {"auth", -2, {kFast}, 0, 0, 0},
@@ -623,10 +767,20 @@ const std::initializer_list<CommandFacts>& command_facts() {
       {"flushdb", -1, {kWrite}, 0, 0, 0},
       {"info", -1, {}, 0, 0, 0},
       {"command", -1, {}, 0, 0, 0},
+      {"save", 1, {}, 0, 0, 0},
+      {"bgsave", -1, {}, 0, 0, 0},
+      {"lastsave", 1, {kFast}, 0, 0, 0},
       {"set", -3, {kWrite, kDenyOom}, 1, 1, 1},
       {"get", 2, {kReadonly, kFast}, 1, 1, 1},
   };
   return facts;
+}
+
+bool writes(std::string_view name) {
+  const auto& facts = command_facts();
+  return std::any_of(facts.begin(), facts.end(), [&](const CommandFacts& f) {
+    return f.name == name && std::find(f.flags.begin(), f.flags.end(), kWrite) != f.flags.end();
+  });
 }
 
 void describe(const CommandFacts& facts, ReplyWriter& reply) {
@@ -693,6 +847,22 @@ void execute(ServerState& server, ClientState& client, const std::vector<std::st
   const auto it = table.find(name);
   if (it == table.end()) return unknown_command(args, reply);
   it->second(server, client, args, reply);
+  if (writes(name)) server.changes.fetch_add(1, std::memory_order_relaxed);  // a count only
+}
+
+void save_now(ServerState& server) {
+  const std::lock_guard lock(server.save_mutex);
+  const std::uint64_t changes = server.changes.load();
+  save_snapshot(server.keyspace, server.snapshot_file);
+  server.changes.fetch_sub(changes);  // those made during the save count for the next one
+  server.last_save_unix.store(std::chrono::duration_cast<std::chrono::seconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count());
+}
+
+void finish_background_save(ServerState& server) {
+  const std::lock_guard lock(server.background_mutex);
+  if (server.background.joinable()) server.background.join();
 }
 
 }  // namespace ccf::serve

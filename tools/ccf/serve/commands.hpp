@@ -6,7 +6,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "serve/keyspace.hpp"
@@ -19,7 +22,21 @@ struct ServerState {
   std::string password;  // empty: no AUTH needed
   std::atomic<std::uint64_t> next_client_id{1};
   std::atomic<std::uint64_t> connected_clients{0};
+
+  // Snapshots (snapshot.hpp); an empty path: SAVE and BGSAVE are refused.
+  std::filesystem::path snapshot_file;
+  std::atomic<std::uint64_t> changes{0};  // write commands run since the last snapshot began
+  std::atomic<std::int64_t> last_save_unix{0};
+  std::mutex save_mutex;  // one snapshot at a time
+  std::mutex background_mutex;
+  std::thread background;  // the last BGSAVE (joined before the next and at shutdown)
+  std::atomic<bool> background_running{false};
 };
+
+// Writes a snapshot now (SAVE, `--save`, shutdown). Throws SnapshotError.
+void save_now(ServerState& server);
+// Joins a BGSAVE still running (at shutdown).
+void finish_background_save(ServerState& server);
 
 struct ClientState {
   std::uint64_t id = 0;

@@ -5,14 +5,18 @@
 // (keep the line above first)
 #include <array>
 #include <boost/asio.hpp>
+#include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "serve/commands.hpp"
+#include "serve/snapshot.hpp"
 
 namespace ccf::serve {
 namespace {
@@ -152,9 +156,50 @@ class Listener {
 
 }  // namespace
 
+// Writes a snapshot every `save_seconds` when `save_changes` writes have run since the last.
+class PeriodicSaver {
+ public:
+  PeriodicSaver(ServerState& state, const ServerOptions& options) : state_(state) {
+    if (options.save_seconds == 0) return;
+    thread_ = std::thread(
+        [this, period = std::chrono::seconds(options.save_seconds), wanted = options.save_changes] {
+          std::unique_lock lock(mutex_);
+          while (!wake_.wait_for(lock, period, [this] { return stopping_; })) {
+            if (state_.changes.load() < wanted) continue;
+            try {
+              save_now(state_);
+            } catch (const SnapshotError& error) {
+              std::fprintf(stderr, "ccf serve: periodic save failed: %s\n", error.what());
+            }
+          }
+        });
+  }
+  ~PeriodicSaver() {
+    {
+      const std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  PeriodicSaver(const PeriodicSaver&) = delete;
+  PeriodicSaver& operator=(const PeriodicSaver&) = delete;
+
+ private:
+  ServerState& state_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
 void run_server(const ServerOptions& options) {
   ServerState state;
   state.password = options.password;
+  if (!options.directory.empty()) {
+    state.snapshot_file = options.directory / options.file_name;
+    load_snapshot(state.keyspace, state.snapshot_file);
+  }
   asio::io_context io(static_cast<int>(options.threads));
   Listener listener(io, options, state);
   asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -164,10 +209,15 @@ void run_server(const ServerOptions& options) {
   std::printf("listening %s:%u\n", at.address().to_string().c_str(),
               static_cast<unsigned>(at.port()));
   std::fflush(stdout);
-  std::vector<std::thread> threads;
-  for (unsigned i = 1; i < options.threads; ++i) threads.emplace_back([&io] { io.run(); });
-  io.run();
-  for (std::thread& thread : threads) thread.join();
+  {
+    const PeriodicSaver saver(state, options);
+    std::vector<std::thread> threads;
+    for (unsigned i = 1; i < options.threads; ++i) threads.emplace_back([&io] { io.run(); });
+    io.run();
+    for (std::thread& thread : threads) thread.join();
+  }
+  finish_background_save(state);
+  if (options.save_seconds != 0 && state.changes.load() > 0) save_now(state);  // at shutdown
 }
 
 }  // namespace ccf::serve

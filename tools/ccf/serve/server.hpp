@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "serve/resp.hpp"
@@ -22,10 +23,19 @@ struct ServerOptions {
   std::size_t max_clients = 10000;    // more are told so and closed
   unsigned idle_timeout_seconds = 0;  // 0: never close an idle client
   RespLimits limits;
+  // Snapshots (snapshot.hpp): loaded at start, written by SAVE / BGSAVE, every
+  // save_seconds when at least save_changes writes ran, and at shutdown when save_seconds is
+  // set. An empty directory: no snapshots.
+  std::filesystem::path directory;
+  std::string file_name = "ccf.snapshot";
+  unsigned save_seconds = 0;  // 0: no periodic snapshot
+  std::uint64_t save_changes = 1;
 };
 
-// Serves until SIGINT or SIGTERM. Prints "listening ADDRESS:PORT" on stdout once the socket
-// accepts. Throws std::system_error when the address cannot be bound.
+// Loads the snapshot (if any), then serves until SIGINT or SIGTERM. Prints
+// "listening ADDRESS:PORT" on stdout once the socket accepts. Throws std::system_error when the
+// address cannot be bound and SnapshotError when the snapshot cannot be loaded (nothing is
+// served then).
 void run_server(const ServerOptions& options);
 
 }  // namespace ccf::serve

@@ -68,9 +68,14 @@ TEST_P(CfFilterModel, AgreesWithAMultisetAndNeverMissesAnAddedItem) {
         } else if (result == AddResult::kPresent) {
           ASSERT_TRUE(nx && present_before);
         } else {
-          ASSERT_TRUE(result == AddResult::kFull || result == AddResult::kMaxExpansions);
+          // Full without expansion; else out of sub-filters, or (expansion > 1) of the
+          // addressing's 16 doublings: repeats of one item fill each sub-filter's 2b slots.
           if (shape.expansion == 0) {
             ASSERT_EQ(result, AddResult::kFull);
+          } else if (shape.expansion == 1) {
+            ASSERT_EQ(result, AddResult::kMaxExpansions);
+          } else {
+            ASSERT_TRUE(result == AddResult::kMaxExpansions || result == AddResult::kNoMemory);
           }
         }
         break;
@@ -100,7 +105,9 @@ TEST_P(CfFilterModel, AgreesWithAMultisetAndNeverMissesAnAddedItem) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CfFilterModel,
                          ::testing::Values(Shape{2, 1, 1}, Shape{4, 2, 1}, Shape{8, 4, 1},
-                                           Shape{16, 2, 0}, Shape{64, 1, 0}, Shape{64, 4, 1}),
+                                           Shape{16, 2, 0}, Shape{64, 1, 0}, Shape{64, 4, 1},
+                                           Shape{1, 2, 2}, Shape{2, 1, 2}, Shape{1, 4, 4},
+                                           Shape{2, 2, 16}),
                          [](const auto& test) {
                            std::string name = "b";  // appended: see key() below
                            name.append(std::to_string(test.param.buckets)).append("x");
@@ -110,14 +117,18 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CfFilterModel,
 
 // RedisBloom loses items here: a filter grown to many sub-filters, then every other item
 // deleted. Every remaining item must still be found.
-TEST(CfFilter, GrowthThenDeletesLoseNoItem) {
-  CfFilter filter(params(256, 2, 1));  // 512 slots per sub-filter
+class CfFilterGrowth : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(CfFilterGrowth, ThenDeletesLoseNoItem) {
+  const unsigned expansion = GetParam();
+  // Expansion 1: 512 slots per sub-filter, 24 or so of them; expansion 2: 64, 128, ... slots.
+  CfFilter filter(params(expansion == 1 ? 256 : 32, 2, expansion));
   constexpr int kItems = 12000;
   for (int i = 0; i < kItems; ++i) {
     ASSERT_EQ(filter.add(item(static_cast<std::uint64_t>(i)), false), AddResult::kAdded) << i;
   }
   const CfFilter::Info grown = filter.info();
-  ASSERT_GE(grown.filters, 20u);
+  ASSERT_GE(grown.filters, expansion == 1 ? 20u : 8u);
   for (int i = 0; i < kItems; i += 2) {
     ASSERT_TRUE(filter.erase(item(static_cast<std::uint64_t>(i)))) << i;
   }
@@ -128,6 +139,8 @@ TEST(CfFilter, GrowthThenDeletesLoseNoItem) {
   EXPECT_EQ(filter.info().items, static_cast<std::uint64_t>(kItems / 2));
 }
 
+INSTANTIATE_TEST_SUITE_P(Expansions, CfFilterGrowth, ::testing::Values(1u, 2u));
+
 TEST(CfFilter, RefusesOnceItHasThirtyTwoSubFilters) {
   CfFilter filter(params(1, 2, 1));
   std::uint64_t i = 0;
@@ -136,6 +149,18 @@ TEST(CfFilter, RefusesOnceItHasThirtyTwoSubFilters) {
   EXPECT_EQ(result, AddResult::kMaxExpansions);
   EXPECT_EQ(filter.info().filters, CfFilter::kMaxFilters);
   EXPECT_TRUE(filter.at_max_filters());
+}
+
+// Sub-filter k is 2^(k log2 e) times the first; past the addressing's 16 doublings the filter
+// cannot grow and says so.
+TEST(CfFilter, GrowsByItsExpansionUntilTheAddressingEnds) {
+  CfFilter filter(params(1, 2, 256));  // 2 slots, then 512, then 131072: the next needs 24 bits
+  std::uint64_t i = 0;
+  AddResult result = AddResult::kAdded;
+  for (; i < 200000 && result == AddResult::kAdded; ++i) result = filter.add(item(i), false);
+  EXPECT_EQ(result, AddResult::kNoMemory);
+  EXPECT_EQ(filter.info().filters, 3u);
+  for (std::uint64_t j = 0; j + 1 < i; ++j) ASSERT_TRUE(filter.contains(item(j))) << j;
 }
 
 TEST(CfFilter, WithoutExpansionAFullFilterSaysFullAndKeepsItsItems) {

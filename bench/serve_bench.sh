@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# `ccf serve` against Debian's redis-server, in one run on this machine (docs/server.md):
+# redis-benchmark -c 50 -P 16 -n N -r 10000000 runs CF.ADD then CF.EXISTS on one filter
+# reserved for 20M items, and SET then GET on redis-server, ROUNDS times interleaved. Prints
+# every round's rates and latencies, the per-round ratios and their medians, and the memory
+# per item (CF.INFO and the server's RSS against the library filter's table).
+# Usage: bench/serve_bench.sh [ROUNDS (3)] [REQUESTS (2000000)] [THREADS (2)]
+# Both servers listen on loopback ports and are stopped at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+requests=${2:-2000000}
+threads=${3:-2}
+ccf=build/release/tools/ccf/ccf
+for tool in redis-server redis-benchmark redis-cli; do
+  command -v "$tool" >/dev/null || { echo "serve_bench: $tool is missing (scripts/setup.sh)" >&2; exit 2; }
+done
+[[ -x $ccf ]] || { echo "serve_bench: build $ccf first (cmake --build --preset release)" >&2; exit 2; }
+
+work=$(mktemp -d)
+ccf_pid=""
+redis_port=""
+cleanup() {
+  [[ -n $ccf_pid ]] && kill "$ccf_pid" 2>/dev/null && wait "$ccf_pid" 2>/dev/null
+  [[ -n $redis_port ]] && redis-cli -p "$redis_port" shutdown nosave >/dev/null 2>&1
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$ccf" serve --bind 127.0.0.1 --port 0 --threads "$threads" >"$work/ccf.out" 2>&1 &
+ccf_pid=$!
+for _ in $(seq 100); do grep -q listening "$work/ccf.out" && break; sleep 0.05; done
+ccf_port=$(sed -n 's/^listening 127.0.0.1://p' "$work/ccf.out")
+[[ -n $ccf_port ]] || { echo "serve_bench: ccf serve did not start" >&2; exit 3; }
+for port in $(seq 16379 16479); do
+  if redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
+      --dir "$work" --logfile "$work/redis.log" >/dev/null 2>&1; then
+    sleep 0.3
+    redis-cli -p "$port" ping >/dev/null 2>&1 && { redis_port=$port; break; }
+  fi
+done
+[[ -n $redis_port ]] || { echo "serve_bench: redis-server did not start" >&2; exit 3; }
+redis-cli -p "$ccf_port" CF.RESERVE f 20000000 >/dev/null
+
+# One redis-benchmark run: prints "rps p50 p99" (ms).
+run() {
+  redis-benchmark -p "$1" -c 50 -P 16 -n "$requests" -r 10000000 --csv "${@:2}" 2>/dev/null |
+    tail -1 | tr -d '"' | awk -F, '{print $2, $5, $7}'
+}
+
+echo "# ccf serve vs redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), $(date -u +%F), $(nproc) cores, $(uname -m)"
+echo "# redis-benchmark -c 50 -P 16 -n $requests -r 10000000; ccf serve --threads $threads; CF.RESERVE f 20000000"
+echo "# round structure rps p50_ms p99_ms"
+declare -a add_ratio exists_ratio
+for round in $(seq "$rounds"); do
+  read -r add p50a p99a < <(run "$ccf_port" CF.ADD f __rand_int__)
+  read -r set p50s p99s < <(run "$redis_port" SET __rand_int__ xxx)
+  read -r exists p50e p99e < <(run "$ccf_port" CF.EXISTS f __rand_int__)
+  read -r get p50g p99g < <(run "$redis_port" GET __rand_int__)
+  echo "$round ccf:CF.ADD $add $p50a $p99a"
+  echo "$round redis:SET $set $p50s $p99s"
+  echo "$round ccf:CF.EXISTS $exists $p50e $p99e"
+  echo "$round redis:GET $get $p50g $p99g"
+  add_ratio+=("$(awk -v a="$add" -v b="$set" 'BEGIN{printf "%.2f", a / b}')")
+  exists_ratio+=("$(awk -v a="$exists" -v b="$get" 'BEGIN{printf "%.2f", a / b}')")
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+echo "# per-round CF.ADD/SET: ${add_ratio[*]} (median $(median "${add_ratio[@]}"))"
+echo "# per-round CF.EXISTS/GET: ${exists_ratio[*]} (median $(median "${exists_ratio[@]}"))"
+
+items=$(redis-cli -p "$ccf_port" CF.INFO f | awk 'prev == "Number of items inserted" {print; exit} {prev = $0}')
+size=$(redis-cli -p "$ccf_port" CF.INFO f | awk 'prev == "Size" {print; exit} {prev = $0}')
+rss=$(redis-cli -p "$ccf_port" INFO memory | tr -d '\r' | sed -n 's/^used_memory_rss://p')
+echo "# memory: $items items; CF.INFO Size $size bytes = $(awk -v s="$size" -v n="$items" 'BEGIN{printf "%.2f", 8 * s / n}') bits/item; server RSS $rss bytes = $(awk -v s="$rss" -v n="$items" 'BEGIN{printf "%.2f", 8 * s / n}') bits/item"
