@@ -36,6 +36,11 @@ class SubOf final : public CfFilter::Sub {
   std::size_t count(std::string_view item) const override { return filter_.count(item); }
   bool erase(std::string_view item) override { return filter_.erase(item) == Status::kOk; }
   std::size_t memory_bytes() const override { return filter_.memory_bytes(); }
+  std::uint64_t saved_bytes() const override {
+    // The library's filter file: header, the table's payload, the payload's checksum.
+    return detail::FilterHeader::kEncodedSize +
+           Filter::table_type::payload_bytes(filter_.bucket_count()) + 8;
+  }
   std::string save() const override {
     std::ostringstream out;
     filter_.save(out);
@@ -245,7 +250,7 @@ std::uint64_t checksum(std::string_view bytes) {
 bool CfFilter::valid(const CfParams& params, std::uint64_t filters) {
   return (params.bucket_size == 1 || params.bucket_size == 2 || params.bucket_size == 4) &&
          params.buckets > 0 && std::has_single_bit(params.buckets) &&
-         params.buckets < (std::uint64_t{1} << 40) && params.max_iterations >= 1 &&
+         params.buckets <= kMaxFirstBuckets && params.max_iterations >= 1 &&
          params.max_iterations <= 65535 && params.expansion <= 32768 &&
          (params.expansion == 0 || std::has_single_bit(params.expansion)) && filters >= 1 &&
          filters <= kMaxFilters && (params.expansion != 0 || filters == 1);
@@ -312,7 +317,7 @@ std::unique_ptr<CfFilter> CfFilter::from_header(const DumpHeader& header) {
   }
   // Every blob is its empty sub-filter's size: the staging memory is bounded by the filter's.
   for (unsigned k = 0; k < header.blob_sizes.size(); ++k) {
-    if (header.blob_sizes[k] != filter->sub(k).save().size()) return nullptr;
+    if (header.blob_sizes[k] != filter->sub(k).saved_bytes()) return nullptr;
   }
   filter->restore_ = std::make_unique<Restore>();
   filter->restore_->sizes = header.blob_sizes;

@@ -76,6 +76,8 @@ enum class AddResult { kAdded, kPresent, kFull, kMaxExpansions, kNoMemory };
 class CfFilter {
  public:
   static constexpr unsigned kMaxFilters = 32;
+  // CF.RESERVE's largest capacity (2^30) at one slot per bucket: no dump header may ask more.
+  static constexpr std::uint64_t kMaxFirstBuckets = std::uint64_t{1} << 30;
 
   // Throws std::bad_alloc when the first sub-filter cannot be had.
   explicit CfFilter(const CfParams& params);
@@ -146,6 +148,7 @@ class CfFilter {
     virtual bool erase(std::string_view item) = 0;
     virtual std::size_t memory_bytes() const = 0;
     virtual std::string save() const = 0;
+    virtual std::uint64_t saved_bytes() const = 0;  // save().size(), without saving
   };
 
  private:

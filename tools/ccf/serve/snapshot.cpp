@@ -157,7 +157,13 @@ bool load_snapshot(Keyspace& keyspace, const std::filesystem::path& file) {
   }
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) fail(file, "read error");
-  if (bytes.size() < kMagic.size() + 16 || std::string_view(bytes).substr(0, 8) != kMagic) {
+  load_snapshot_bytes(keyspace, bytes, file);
+  return true;
+}
+
+void load_snapshot_bytes(Keyspace& keyspace, std::string_view bytes,
+                         const std::filesystem::path& file) {
+  if (bytes.size() < kMagic.size() + 16 || bytes.substr(0, 8) != kMagic) {
     fail(file, "not a ccf snapshot (bad magic or too short)");
   }
   const std::string_view body(bytes.data(), bytes.size() - 8);
@@ -166,6 +172,8 @@ bool load_snapshot(Keyspace& keyspace, const std::filesystem::path& file) {
   if (XXH3_64bits(body.data(), body.size()) != stored) fail(file, "checksum mismatch (damaged)");
   Reader reader(body.substr(kMagic.size()), file);
   const std::uint64_t count = reader.value<std::uint64_t>();
+  // Every entry takes at least 17 bytes: a count beyond that is a lie, not a reservation.
+  if (count > body.size() / 17) fail(file, "entry count " + std::to_string(count) + " too large");
   std::vector<std::pair<std::string, Value>> entries;
   for (std::uint64_t i = 0; i < count; ++i) {
     const auto type = reader.value<std::uint8_t>();
@@ -185,7 +193,6 @@ bool load_snapshot(Keyspace& keyspace, const std::filesystem::path& file) {
   if (!reader.done()) fail(file, "bytes after the last entry");
   keyspace.clear();
   for (auto& [key, value] : entries) keyspace.set(key, std::move(value));
-  return true;
 }
 
 }  // namespace ccf::serve

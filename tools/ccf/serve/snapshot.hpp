@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <stdexcept>
+#include <string_view>
 
 #include "serve/keyspace.hpp"
 
@@ -29,5 +30,8 @@ void save_snapshot(const Keyspace& keyspace, const std::filesystem::path& file);
 // Replaces the keyspace's contents with the file's. No file: nothing happens (false). Throws
 // SnapshotError naming the file and what is wrong; the keyspace is then unchanged.
 bool load_snapshot(Keyspace& keyspace, const std::filesystem::path& file);
+// The same for a snapshot's bytes; `name` is what errors call it.
+void load_snapshot_bytes(Keyspace& keyspace, std::string_view bytes,
+                         const std::filesystem::path& name);
 
 }  // namespace ccf::serve
