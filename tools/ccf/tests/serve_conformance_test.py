@@ -1989,6 +1989,91 @@ class RedisCliTest(ServerTest):
         self.assertEqual(out[1], "2# Number of buckets => (integer) 512")
 
 
+class RedisBenchmarkTest(ServerTest):
+    """redis-benchmark (Debian's redis-tools) runs its pipelined load without an error."""
+
+    def test_pipelined_cf_add_and_exists(self):
+        for command in (["CF.ADD", "bench", "__rand_int__"], ["CF.EXISTS", "bench", "__rand_int__"]):
+            argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(self.server.port), "-c", "8",
+                    "-P", "16", "-n", "20000", "-r", "100000", "--csv", *command]
+            try:
+                done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                                      timeout=60)
+            except FileNotFoundError:
+                self.skipTest("redis-benchmark is not installed")
+            out = done.stdout.decode("utf-8", "replace")
+            self.assertEqual(done.returncode, 0, out + done.stderr.decode("utf-8", "replace"))
+            self.assertNotIn("ERR", out)
+            rps = float(out.strip().splitlines()[-1].split(",")[1].strip('"'))
+            self.assertGreater(rps, 0, out)
+        info = self.info(self.c, "bench")
+        self.assertGreater(info["Number of items inserted"], 0)
+
+
+class FillTest(ServerTest):
+    """A filter without expansion accepts at least 95% of its slots (BUCKETSIZE 4) or 84%
+    (BUCKETSIZE 2) before it answers `Filter is full`: a BFS cuckoo path, not 20 kicks."""
+
+    def fill_ratio(self, bucket_size):
+        self.assertCmd(self.c, OK, "CF.RESERVE", "f", "65536", "BUCKETSIZE", str(bucket_size),
+                       "EXPANSION", "0")
+        slots = self.info(self.c, "f")["Number of buckets"] * bucket_size
+        added = 0
+        for start in range(0, 2 * slots, 1000):  # bounded: twice the slots at most
+            replies = self.c.pipeline([("CF.ADD", "f", f"fill-{i}")
+                                       for i in range(start, start + 1000)])
+            full = [r for r in replies if r != 1]
+            added += len(replies) - len(full)
+            if full:
+                self.assertEqual(full[0], Err("Filter is full"))
+                break
+        self.assertEqual(self.info(self.c, "f")["Number of items inserted"], added)
+        return added / slots
+
+    def test_bucketsize_4_fills_to_95_percent(self):
+        self.assertGreaterEqual(self.fill_ratio(4), 0.95)
+
+    def test_bucketsize_2_fills_to_84_percent(self):
+        self.assertGreaterEqual(self.fill_ratio(2), 0.84)
+
+
+class LimitsTest(unittest.TestCase):
+    """--timeout closes an idle client; --max-clients refuses one client too many."""
+
+    def start(self, *extra):
+        server = Server(extra_args=list(extra))
+        self.addCleanup(server.cleanup)
+        server.start()
+        return server
+
+    def test_idle_client_is_closed_after_the_timeout(self):
+        server = self.start("--timeout", "1")
+        idle, busy = Conn(server.port), Conn(server.port)
+        self.addCleanup(idle.close)
+        self.addCleanup(busy.close)
+        self.assertEqual(idle.call("PING"), Simple("PONG"))
+        for _ in range(5):  # busy keeps talking for 2.5 s
+            self.assertEqual(busy.call("PING"), Simple("PONG"))
+            time.sleep(0.5)
+        with self.assertRaises((ConnectionClosed, OSError)):
+            idle.call("PING")
+
+    def test_one_client_too_many_is_refused(self):
+        server = self.start("--max-clients", "2")
+        first, second, third = (Conn(server.port) for _ in range(3))
+        for conn in (first, second, third):
+            self.addCleanup(conn.close)
+        self.assertEqual(first.call("PING"), Simple("PONG"))
+        self.assertEqual(second.call("PING"), Simple("PONG"))
+        reply = third.read_reply()
+        self.assertEqual(reply, Err("ERR max number of clients reached"))
+        first.close()
+        time.sleep(0.2)
+        fourth = Conn(server.port)
+        self.addCleanup(fourth.close)
+        self.assertEqual(fourth.call("PING"), Simple("PONG"))
+
+
 # ---------------------------------------------------------------------------------------------
 # Snapshots: SAVE, BGSAVE, --save, the load at start-up, and crashes in the middle of them.
 
@@ -2119,6 +2204,28 @@ class PersistenceTest(unittest.TestCase):
         self.assertEqual(server.stop(), 0)
         server, conn = self.start()
         self.assertEqual(self.missing(conn, "f", 1000, "q-"), [])
+
+    def test_dump_of_one_server_loads_into_another(self):
+        source, src = self.start()
+        self.assertReply(src.call("CF.RESERVE", "f", "1000", "EXPANSION", "2"), OK)
+        self.fill(src, "f", 8000, "m-")  # grows to several sub-filters
+        info = src.call("CF.INFO", "f")
+        pairs, iterator = [], 0
+        for _ in range(10000):
+            nxt, data = src.call("CF.SCANDUMP", "f", iterator)
+            if nxt == 0:
+                break
+            pairs.append((nxt, data))
+            iterator = nxt
+        other = Server()
+        self.addCleanup(other.cleanup)
+        other.start()
+        dst = Conn(other.port)
+        self.addCleanup(dst.close)
+        for iterator, data in pairs:
+            self.assertReply(dst.call("CF.LOADCHUNK", "copy", iterator, data), OK)
+        self.assertEqual(self.missing(dst, "copy", 8000, "m-"), [])
+        self.assertReply(dst.call("CF.INFO", "copy"), info)
 
     def test_save_without_a_directory_is_refused(self):
         server = Server()
