@@ -9,6 +9,7 @@
 #include <string>
 
 #include "ccf/concurrent/striped_cuckoo_filter.hpp"
+#include "ccf/detail/addressing.hpp"
 #include "ccf/detail/nested_addressing.hpp"
 #include "ccf/hash.hpp"
 
@@ -25,6 +26,15 @@ using Nested = detail::NestedAddressing<16>;
 unsigned level_of(const CfParams& params, unsigned k) {
   return params.expansion <= 1 ? 0 : k * static_cast<unsigned>(std::countr_zero(params.expansion));
 }
+
+// A read-only stream buffer over bytes held elsewhere: loads parse a blob without a copy.
+class ViewBuffer : public std::streambuf {
+ public:
+  explicit ViewBuffer(std::string_view bytes) {
+    char* begin = const_cast<char*>(bytes.data());  // the get area is only read
+    setg(begin, begin, begin + bytes.size());
+  }
+};
 
 template <unsigned Slots>
 class SubOf final : public CfFilter::Sub {
@@ -48,7 +58,8 @@ class SubOf final : public CfFilter::Sub {
   }
   // The filter in blob, if it is one of this shape and bucket count (else nullptr).
   static std::unique_ptr<CfFilter::Sub> load(const Nested& addressing, std::string_view blob) {
-    std::istringstream in{std::string(blob)};
+    ViewBuffer buffer(blob);
+    std::istream in(&buffer);
     std::unique_ptr<Filter> loaded;
     try {
       loaded = Filter::load(in, addressing);
@@ -130,13 +141,36 @@ std::mutex& CfFilter::nx_lock(std::string_view item) const {
   return nx_locks_[std::hash<std::string_view>{}(item) % nx_locks_.size()];
 }
 
+std::atomic<std::uint64_t>& CfFilter::removals(std::string_view item) const {
+  // Every sub-filter fingerprints with the same hash and seed (kSubOptions): the item's
+  // fingerprint, and so its stripe, is the same in all of them.
+  const std::uint32_t fp = detail::Addressing<16>::fingerprint(hash_key(item, kSubOptions.seed));
+  return removals_[fp % kRemovalStripes].count;
+}
+
 AddResult CfFilter::add(std::string_view item, bool only_if_absent) {
-  const std::shared_lock writing(writers_);  // (5)
-  version_.fetch_add(1);
-  if (!only_if_absent) return add_unchecked(item);
-  const std::lock_guard lock(nx_lock(item));  // (4)
-  if (contains(item)) return AddResult::kPresent;
-  return add_unchecked(item);
+  AddResult result;
+  {
+    const std::shared_lock writing(writers_);  // (5)
+    version_.fetch_add(1);
+    if (!only_if_absent) {
+      result = add_unchecked(item);
+    } else {
+      const std::lock_guard lock(nx_lock(item));  // (4)
+      result = contains(item) ? AddResult::kPresent : add_unchecked(item);
+    }
+  }
+  drop_stale_dump();
+  return result;
+}
+
+void CfFilter::drop_stale_dump() {
+  if (!dump_cached_.load(std::memory_order_relaxed)) return;  // the common case: no dump
+  const std::lock_guard dumping(dump_mutex_);
+  if (last_dump_ && last_dump_version_ != version_.load()) {
+    last_dump_.reset();
+    dump_cached_.store(false, std::memory_order_relaxed);
+  }
 }
 
 AddResult CfFilter::add_unchecked(std::string_view item) {
@@ -167,33 +201,45 @@ bool CfFilter::grow(unsigned seen) {
 }
 
 bool CfFilter::contains(std::string_view item) const {
+  const std::atomic<std::uint64_t>& removed = removals(item);
   for (;;) {
-    const std::uint64_t before = removals_.load();  // (3)
+    const std::uint64_t before = removed.load();  // (3)
     for (unsigned k = filters(); k-- > 0;) {
       if (sub(k).contains(item)) return true;
     }
-    if (removals_.load() == before) return false;
+    if (removed.load() == before) return false;
   }
 }
 
 std::uint64_t CfFilter::count(std::string_view item) const {
+  const std::atomic<std::uint64_t>& removed = removals(item);
   for (;;) {
-    const std::uint64_t before = removals_.load();  // (3)
+    const std::uint64_t before = removed.load();  // (3)
     std::uint64_t copies = 0;
     for (unsigned k = filters(); k-- > 0;) copies += sub(k).count(item);
-    if (removals_.load() == before) return copies;
+    if (removed.load() == before) return copies;
   }
 }
 
 bool CfFilter::erase(std::string_view item) {
-  const std::shared_lock writing(writers_);  // (5)
-  version_.fetch_add(1);
+  bool erased = false;
+  {
+    const std::shared_lock writing(writers_);  // (5)
+    version_.fetch_add(1);
+    erased = erase_locked(item);
+  }
+  drop_stale_dump();
+  return erased;
+}
+
+bool CfFilter::erase_locked(std::string_view item) {
+  std::atomic<std::uint64_t>& removed = removals(item);
   for (;;) {
-    const std::uint64_t before = removals_.load();  // (3)
+    const std::uint64_t before = removed.load();  // (3)
     bool raced = false;
     for (unsigned k = filters(); k-- > 0;) {
       if (!sub(k).contains(item)) continue;
-      removals_.fetch_add(1);  // (3) before the removal
+      removed.fetch_add(1);  // (3) before the removal
       if (sub(k).erase(item)) {
         items_.fetch_sub(1);
         deletes_.fetch_add(1);
@@ -202,7 +248,7 @@ bool CfFilter::erase(std::string_view item) {
       raced = true;  // another delete took that copy first
       break;
     }
-    if (!raced && removals_.load() == before) return false;
+    if (!raced && removed.load() == before) return false;
   }
 }
 
@@ -250,13 +296,13 @@ std::uint64_t checksum(std::string_view bytes) {
 bool CfFilter::valid(const CfParams& params, std::uint64_t filters) {
   return (params.bucket_size == 1 || params.bucket_size == 2 || params.bucket_size == 4) &&
          params.buckets > 0 && std::has_single_bit(params.buckets) &&
-         params.buckets <= kMaxFirstBuckets && params.max_iterations >= 1 &&
+         params.buckets <= kMaxSlots / params.bucket_size && params.max_iterations >= 1 &&
          params.max_iterations <= 65535 && params.expansion <= 32768 &&
          (params.expansion == 0 || std::has_single_bit(params.expansion)) && filters >= 1 &&
          filters <= kMaxFilters && (params.expansion != 0 || filters == 1);
 }
 
-std::shared_ptr<const CfFilter::Dump> CfFilter::dump() const {
+std::shared_ptr<const CfFilter::Dump> CfFilter::dump(DumpUse use) const {
   const std::lock_guard dumping(dump_mutex_);
   const std::unique_lock no_writers(writers_);  // (5)
   if (last_dump_ && last_dump_version_ == version_.load()) return last_dump_;
@@ -274,8 +320,10 @@ std::shared_ptr<const CfFilter::Dump> CfFilter::dump() const {
   put<std::uint64_t>(header, deletes_.load());
   for (const std::string& blob : made->blobs) put<std::uint64_t>(header, blob.size());
   put<std::uint64_t>(header, checksum(header));
+  if (use == DumpUse::kSnapshot) return made;  // written once: not worth its memory later
   last_dump_ = std::move(made);
   last_dump_version_ = version_.load();
+  dump_cached_.store(true, std::memory_order_relaxed);
   return last_dump_;
 }
 
@@ -322,6 +370,7 @@ std::unique_ptr<CfFilter> CfFilter::from_header(const DumpHeader& header) {
   filter->restore_ = std::make_unique<Restore>();
   filter->restore_->sizes = header.blob_sizes;
   filter->restore_->staged.resize(header.blob_sizes.size());
+  filter->restore_->loaded.resize(header.blob_sizes.size());
   return filter;
 }
 
@@ -332,14 +381,18 @@ bool CfFilter::load_chunk(std::uint64_t offset, std::string_view data) {
   for (unsigned k = 0; k < restore_->sizes.size(); ++k) {
     const std::uint64_t size = restore_->sizes[k];
     if (offset < start + size) {
-      const std::uint64_t within = offset - start;
-      if (data.size() > size - within) return false;  // leaves the blob
       std::string& staged = restore_->staged[k];
-      if (staged.size() != size) staged.assign(size, '\0');
-      data.copy(staged.data() + within, data.size());
-      if (within + data.size() < size) return true;  // more of this blob to come
+      // In order and once: the staging holds only bytes that arrived, and a loaded
+      // sub-filter is never replaced again (its memory would stay: see install).
+      if (restore_->loaded[k] || offset - start != staged.size() ||
+          data.size() > size - staged.size()) {
+        return false;
+      }
+      staged.append(data);
+      if (staged.size() < size) return true;  // more of this blob to come
       const bool loaded = load_blob(k, staged);
-      std::string().swap(staged);
+      std::string().swap(staged);  // loaded, or bad: then the blob is sent again from its start
+      restore_->loaded[k] = loaded;
       return loaded;
     }
     start += size;

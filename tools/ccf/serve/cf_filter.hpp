@@ -26,13 +26,16 @@
 //   (2) Inserts go to the newest sub-filter; deletes take a copy from the newest sub-filter
 //       that has one; lookups scan newest to oldest. Copies never move between sub-filters.
 //   (3) A lookup could still miss a present item when, during its scan, a delete removes the
-//       copy ahead of it while an insert adds one behind it. So every delete raises
-//       `removals_` BEFORE it removes anything, and a scan that found nothing re-reads
-//       `removals_`: unchanged means no removal could have hidden a copy (a copy present when
-//       the scan began is gone at its probe only if its removal, and so its raise, fell between
-//       the two reads -- or was raised before the first read, and then the item it belonged
-//       to is counted out by that delete: a present item keeps a copy nobody was removing).
-//       Changed: scan again. A scan retries only when a delete ran: lookups are lock-free.
+//       copy ahead of it while an insert adds one behind it. So every delete raises its
+//       fingerprint stripe's counter in `removals_` BEFORE it removes anything, and a scan that
+//       found nothing re-reads that counter: unchanged means no removal could have hidden a
+//       copy (a copy present when the scan began is gone at its probe only if its removal, and
+//       so its raise, fell between the two reads -- or was raised before the first read, and
+//       then the item it belonged to is counted out by that delete: a present item keeps a
+//       copy nobody was removing). Only a removal of the same fingerprint can hide the item's
+//       copies, and every sub-filter fingerprints alike, so one counter per stripe of
+//       fingerprints suffices. Changed: scan again. A scan retries only when a delete in its
+//       stripe ran: lookups are lock-free.
 //   (4) CF.ADDNX / CF.INSERTNX test and add under a lock striped by item hash, so two NX adds
 //       of one item cannot both add. Plain adds and lookups take no lock.
 //   (5) A dump (CF.SCANDUMP, SAVE) needs the sub-filters still: adds and deletes hold
@@ -76,8 +79,8 @@ enum class AddResult { kAdded, kPresent, kFull, kMaxExpansions, kNoMemory };
 class CfFilter {
  public:
   static constexpr unsigned kMaxFilters = 32;
-  // CF.RESERVE's largest capacity (2^30) at one slot per bucket: no dump header may ask more.
-  static constexpr std::uint64_t kMaxFirstBuckets = std::uint64_t{1} << 30;
+  // CF.RESERVE's largest capacity: no dump header may ask a first sub-filter of more slots.
+  static constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << 30;
 
   // Throws std::bad_alloc when the first sub-filter cannot be had.
   explicit CfFilter(const CfParams& params);
@@ -112,8 +115,10 @@ class CfFilter {
     std::string header;
     std::vector<std::string> blobs;
   };
-  // Reused while no add or delete ran since it was made.
-  std::shared_ptr<const Dump> dump() const;
+  // kScan (CF.SCANDUMP): kept for the next calls while no add or delete runs (the next one
+  // frees it). kSnapshot: made for one use (a cached one is reused if still current).
+  enum class DumpUse { kScan, kSnapshot };
+  std::shared_ptr<const Dump> dump(DumpUse use = DumpUse::kScan) const;
 
   // The parameters and counters in a dump header, and the blob sizes it announces.
   struct DumpHeader {
@@ -128,10 +133,12 @@ class CfFilter {
   // blobs arrive later through load_chunk (CF.LOADCHUNK). nullptr if the announced blob sizes
   // are not those of the header's shape; throws std::bad_alloc.
   static std::unique_ptr<CfFilter> from_header(const DumpHeader& header);
-  // CF.LOADCHUNK's data: bytes [offset, offset + data.size()) of the dump's data. A blob is
-  // collected until its last byte arrives, then it replaces its (empty) sub-filter. False: this
-  // filter was not made by from_header, the range is empty or leaves one blob, or a completed
-  // blob is not a filter of this key's shape (then it is dropped: send it again).
+  // CF.LOADCHUNK's data: bytes [offset, offset + data.size()) of the dump's data. Each blob's
+  // chunks must come in order (as CF.SCANDUMP gives them) and once: staged until the blob's
+  // last byte arrives, it then replaces its (empty) sub-filter. False: this filter was not made
+  // by from_header, the chunk is empty, out of order, leaves its blob or belongs to a blob
+  // already loaded, or the completed blob is not a filter of this key's shape (then it is
+  // dropped: send it again from its start).
   bool load_chunk(std::uint64_t offset, std::string_view data);
   // A whole dump back (a snapshot's value); nullptr if any part is bad.
   static std::unique_ptr<CfFilter> restore(std::string_view header, std::string_view data);
@@ -157,6 +164,12 @@ class CfFilter {
   // Makes `made` sub-filter k (replacing one, whose memory stays: a lookup may be reading it).
   void install(unsigned k, std::unique_ptr<Sub> made);
   AddResult add_unchecked(std::string_view item);
+  bool erase_locked(std::string_view item);
+  // Frees a CF.SCANDUMP dump that the last write made stale (not under writers_: dump() takes
+  // dump_mutex_ before writers_).
+  void drop_stale_dump();
+  // The removal counter of the item's fingerprint stripe (3).
+  std::atomic<std::uint64_t>& removals(std::string_view item) const;
   // Adds a sub-filter unless one was added since `seen` filters were read. False: no memory.
   bool grow(unsigned seen);
   std::mutex& nx_lock(std::string_view item) const;
@@ -177,18 +190,25 @@ class CfFilter {
     std::mutex mutex;
     std::vector<std::uint64_t> sizes;
     std::vector<std::string> staged;
+    std::vector<bool> loaded;
   };
   std::unique_ptr<Restore> restore_;
   std::atomic<unsigned> filters_{0};
   std::mutex grow_mutex_;
   std::atomic<std::uint64_t> items_;
   std::atomic<std::uint64_t> deletes_;
-  std::atomic<std::uint64_t> removals_{0};  // (3)
+  // (3): one counter per stripe of fingerprints, each on its own cache line.
+  static constexpr std::size_t kRemovalStripes = 16;
+  struct alignas(64) RemovalCounter {
+    std::atomic<std::uint64_t> count{0};
+  };
+  mutable std::array<RemovalCounter, kRemovalStripes> removals_{};
   mutable std::array<std::mutex, 64> nx_locks_;
   mutable std::shared_mutex writers_;  // (5)
   std::atomic<std::uint64_t> version_{0};
   mutable std::mutex dump_mutex_;
   mutable std::shared_ptr<const Dump> last_dump_;
+  mutable std::atomic<bool> dump_cached_{false};
 
   mutable std::uint64_t last_dump_version_ = 0;
 };

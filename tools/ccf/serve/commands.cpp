@@ -11,6 +11,7 @@
 #include <new>
 #include <optional>
 #include <string_view>
+#include <system_error>
 #include <unordered_map>
 
 #include "serve/snapshot.hpp"
@@ -85,8 +86,8 @@ CfParams sized(long long capacity, unsigned bucket_size, unsigned max_iterations
                unsigned expansion) {
   CfParams params;
   params.bucket_size = bucket_size == 3 ? 4 : bucket_size;
-  params.buckets = std::bit_ceil(
-      std::max<std::uint64_t>(1, static_cast<std::uint64_t>(capacity) / params.bucket_size));
+  params.buckets =
+      std::bit_ceil(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(capacity) / bucket_size));
   params.max_iterations = max_iterations;
   params.expansion = expansion == 0 ? 0 : std::bit_ceil(expansion);
   return params;
@@ -423,25 +424,30 @@ void hello(ServerState& server, ClientState& client, const Args& args, std::stri
     if (*version != 2 && *version != 3) return reply.error("NOPROTO unsupported protocol version");
     proto = static_cast<int>(*version);
   }
-  bool authenticated = client.authenticated;
+  // All options are parsed before any takes effect, as Redis does.
+  std::optional<std::pair<std::string_view, std::string_view>> credentials;
   std::optional<std::string> name;
   for (std::size_t i = 2; i < args.size(); ++i) {
     const std::string option = lower(args[i]);
     if (option == "auth" && i + 2 < args.size()) {
-      if (!server.password.empty() && !password_matches(server, args[i + 1], args[i + 2])) {
-        return reply.error("WRONGPASS invalid username-password pair or user is disabled.");
-      }
-      authenticated = true;
+      credentials.emplace(args[i + 1], args[i + 2]);
       i += 2;
     } else if (option == "setname" && i + 1 < args.size()) {
-      if (!valid_client_name(args[i + 1])) {
-        return reply.error(
-            "ERR Client names cannot contain spaces, newlines or special characters.");
-      }
       name = args[++i];
     } else {
       return reply.error("ERR Syntax error in HELLO option '" + args[i] + "'");
     }
+  }
+  bool authenticated = client.authenticated;
+  if (credentials) {
+    if (!server.password.empty() &&
+        !password_matches(server, credentials->first, credentials->second)) {
+      return reply.error("WRONGPASS invalid username-password pair or user is disabled.");
+    }
+    authenticated = true;
+  }
+  if (name && !valid_client_name(*name)) {
+    return reply.error("ERR Client names cannot contain spaces, newlines or special characters.");
   }
   if (!authenticated) {
     return reply.error(
@@ -636,11 +642,7 @@ constexpr std::string_view kNoSnapshots =
 void save(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
   if (args.size() != 1) return arity_error(reply, args[0]);
   if (server.snapshot_file.empty()) return reply.error(kNoSnapshots);
-  try {
-    save_now(server);
-  } catch (const SnapshotError& error) {
-    return reply.error(std::string("ERR ") + error.what());
-  }
+  save_now(server);  // an exception becomes an error reply (execute)
   reply.simple("OK");
 }
 
@@ -653,14 +655,19 @@ void bgsave(ServerState& server, ClientState&, const Args& args, ReplyWriter& re
   }
   if (server.background.joinable()) server.background.join();
   server.background_running.store(true);
-  server.background = std::thread([&server] {
-    try {
-      save_now(server);
-    } catch (const SnapshotError& error) {
-      std::fprintf(stderr, "ccf serve: background save failed: %s\n", error.what());
-    }
+  try {
+    server.background = std::thread([&server] {
+      try {
+        save_now(server);
+      } catch (const std::exception& error) {
+        std::fprintf(stderr, "ccf serve: background save failed: %s\n", error.what());
+      }
+      server.background_running.store(false);
+    });
+  } catch (const std::system_error& error) {
     server.background_running.store(false);
-  });
+    return reply.error(std::string("ERR cannot start the background save: ") + error.what());
+  }
   reply.simple("Background saving started");
 }
 
@@ -846,7 +853,15 @@ void execute(ServerState& server, ClientState& client, const std::vector<std::st
   const auto& table = handlers();
   const auto it = table.find(name);
   if (it == table.end()) return unknown_command(args, reply);
-  it->second(server, client, args, reply);
+  const std::size_t reply_start = out.size();
+  try {
+    it->second(server, client, args, reply);
+  } catch (const std::exception& error) {
+    // Out of memory in a dump, a failed stream, ...: this command fails, the server goes on.
+    out.resize(reply_start);
+    reply.error(std::string("ERR ") + error.what());
+    return;
+  }
   if (writes(name)) server.changes.fetch_add(1, std::memory_order_relaxed);  // a count only
 }
 

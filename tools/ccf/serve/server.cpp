@@ -46,6 +46,7 @@ class Session : public std::enable_shared_from_this<Session> {
     socket_.async_read_some(
         asio::buffer(chunk_),
         [self = shared_from_this()](boost::system::error_code error, std::size_t bytes) {
+          ++self->activity_;  // the idle timer armed for this read no longer closes
           self->idle_.cancel();
           if (error) return self->close();
           self->input_.append(self->chunk_.data(), bytes);
@@ -53,11 +54,17 @@ class Session : public std::enable_shared_from_this<Session> {
         });
   }
 
-  // Runs every complete command in the input, then writes the replies (or reads more).
+  // Replies are written once they pass this size, before more buffered commands run: what a
+  // client that does not read its replies can make the server hold is bounded by this plus one
+  // reply (CF.SCANDUMP's 16 MiB chunk at most) and the parser's input bound.
+  static constexpr std::size_t kMaxPendingOutput = 1u << 20;
+
+  // Runs the complete commands in the input (until the replies pass kMaxPendingOutput), then
+  // writes the replies; after the write, runs the rest, or reads more.
   void serve_input() {
     std::size_t offset = 0;
     bool close_after = false;
-    for (;;) {
+    while (output_.size() < kMaxPendingOutput) {
       std::size_t consumed = 0;
       const ParseStatus status =
           parser_.parse(std::string_view(input_).substr(offset), args_, consumed);
@@ -75,7 +82,8 @@ class Session : public std::enable_shared_from_this<Session> {
       }
     }
     input_.erase(0, offset);
-    if (!close_after && input_.size() > parser_.max_buffered_bytes()) {
+    const bool more_to_run = !close_after && output_.size() >= kMaxPendingOutput;
+    if (!close_after && !more_to_run && input_.size() > parser_.max_buffered_bytes()) {
       ReplyWriter(output_, client_.proto).error("ERR Protocol error: client buffer limit exceeded");
       close_after = true;
     }
@@ -83,21 +91,26 @@ class Session : public std::enable_shared_from_this<Session> {
       if (close_after) return close();
       return read();
     }
-    asio::async_write(
-        socket_, asio::buffer(output_),
-        [self = shared_from_this(), close_after](boost::system::error_code error, std::size_t) {
-          self->output_.clear();
-          if (error || close_after) return self->close();
-          self->read();
-        });
+    asio::async_write(socket_, asio::buffer(output_),
+                      [self = shared_from_this(), close_after, more_to_run](
+                          boost::system::error_code error, std::size_t) {
+                        self->output_.clear();
+                        if (error || close_after) return self->close();
+                        if (more_to_run) return self->serve_input();
+                        self->read();
+                      });
   }
 
+  // Closes the client if the read armed here sees nothing for the idle timeout. Both handlers
+  // run on the session's strand; `activity_` tells a timer that fired after its read completed
+  // (its cancel came too late) not to close.
   void arm_idle_timer() {
     if (options_.idle_timeout_seconds == 0) return;
     idle_.expires_after(std::chrono::seconds(options_.idle_timeout_seconds));
-    idle_.async_wait([self = shared_from_this()](boost::system::error_code error) {
-      if (!error) self->close();  // not cancelled: the client was idle too long
-    });
+    idle_.async_wait(
+        [self = shared_from_this(), armed = activity_](boost::system::error_code error) {
+          if (!error && self->activity_ == armed) self->close();
+        });
   }
 
   void close() {
@@ -116,6 +129,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string input_;
   std::string output_;
   std::vector<std::string> args_;
+  std::uint64_t activity_ = 0;  // reads completed (on the strand)
 };
 
 class Listener {
@@ -132,7 +146,16 @@ class Listener {
     acceptor_.async_accept(asio::make_strand(io_),
                            [this](boost::system::error_code error, tcp::socket socket) {
                              if (error == asio::error::operation_aborted) return;
-                             if (!error) admit(std::move(socket));
+                             if (error) {
+                               // Out of file descriptors (or another accept error): try again a
+                               // little later rather than spin on a listener that stays readable.
+                               backoff_.expires_after(std::chrono::milliseconds(100));
+                               backoff_.async_wait([this](boost::system::error_code waited) {
+                                 if (!waited) accept();
+                               });
+                               return;
+                             }
+                             admit(std::move(socket));
                              accept();
                            });
   }
@@ -150,6 +173,7 @@ class Listener {
 
   asio::io_context& io_;
   tcp::acceptor acceptor_;
+  asio::steady_timer backoff_{io_};
   const ServerOptions& options_;
   ServerState& state_;
 };
@@ -168,7 +192,7 @@ class PeriodicSaver {
             if (state_.changes.load() < wanted) continue;
             try {
               save_now(state_);
-            } catch (const SnapshotError& error) {
+            } catch (const std::exception& error) {
               std::fprintf(stderr, "ccf serve: periodic save failed: %s\n", error.what());
             }
           }

@@ -126,7 +126,8 @@ void save_snapshot(const Keyspace& keyspace, const std::filesystem::path& file) 
     out.value<std::uint64_t>(entries.size());
     for (const auto& [key, value] : entries) {
       if (const auto* filter = std::get_if<std::shared_ptr<CfFilter>>(&value)) {
-        const std::shared_ptr<const CfFilter::Dump> dump = (*filter)->dump();
+        const std::shared_ptr<const CfFilter::Dump> dump =
+            (*filter)->dump(CfFilter::DumpUse::kSnapshot);
         out.value<std::uint8_t>(kFilterEntry);
         out.sized(key);
         out.sized(dump->header);

@@ -2058,6 +2058,27 @@ class LimitsTest(unittest.TestCase):
         with self.assertRaises((ConnectionClosed, OSError)):
             idle.call("PING")
 
+    def test_a_client_that_does_not_read_cannot_grow_the_server(self):
+        """400 pipelined CF.SCANDUMP replies of 1 MB each, never read: the server writes what
+        the socket takes and stops running that client's commands, so its memory stays flat."""
+        server = self.start()
+        conn = Conn(server.port)
+        self.addCleanup(conn.close)
+        self.assertEqual(conn.call("CF.RESERVE", "f", "500000"), Simple("OK"))  # 1 MB table
+        self.assertEqual(conn.call("CF.ADD", "f", "a"), 1)
+
+        def rss_kib():
+            with open(f"/proc/{server.proc.pid}/status") as status:
+                return int(next(l for l in status if l.startswith("VmRSS:")).split()[1])
+
+        before = rss_kib()
+        request = encode_command(["CF.SCANDUMP", "f", "1"])
+        conn.sock.sendall(request * 400)
+        time.sleep(1.5)
+        grown_mib = (rss_kib() - before) / 1024
+        self.assertLess(grown_mib, 64, f"the server grew by {grown_mib:.0f} MiB")
+        self.assertTrue(server.alive())
+
     def test_one_client_too_many_is_refused(self):
         server = self.start("--max-clients", "2")
         first, second, third = (Conn(server.port) for _ in range(3))
