@@ -11,7 +11,7 @@ packages=(
   libxxhash-dev libtbb-dev liburcu-dev libcds-dev libabsl-dev libhwloc-dev libdivide-dev
   libcuckoo-dev libssl-dev wamerican
   libcli11-dev libfmt-dev nlohmann-json3-dev libboost-dev
-  redis-tools python3-redis
+  redis-server redis-tools python3-redis
   gnuplot-nox python3
 )
 
