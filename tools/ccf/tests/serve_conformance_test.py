@@ -18,6 +18,7 @@ never the integer 1; a simple string is never a bulk string).
 """
 
 import atexit
+import dataclasses
 import os
 import random
 import re
@@ -44,111 +45,61 @@ MAX_DEPTH = 32             # deepest nesting of aggregate replies the client acc
 # Reply values. Integers are int, bulk strings bytes, nulls None, arrays list, RESP3 booleans
 # bool; everything else has its own type so that no two RESP types compare equal.
 
+# Frozen dataclasses: equal only to their own type with equal fields, hashable, readable repr.
+
+@dataclasses.dataclass(frozen=True)
 class Simple:
     """A simple string (`+OK`)."""
-    __slots__ = ("text",)
-
-    def __init__(self, text):
-        self.text = text
-
-    def __eq__(self, other):
-        return type(other) is Simple and other.text == self.text
-
-    def __hash__(self):
-        return hash(("Simple", self.text))
-
-    def __repr__(self):
-        return f"Simple({self.text!r})"
+    text: str
 
 
+@dataclasses.dataclass(frozen=True)
 class Err:
     """An error reply; text is everything after the '-' (or a RESP3 blob error's body)."""
-    __slots__ = ("text",)
-
-    def __init__(self, text):
-        self.text = text
-
-    def __eq__(self, other):
-        return type(other) is Err and other.text == self.text
-
-    def __hash__(self):
-        return hash(("Err", self.text))
-
-    def __repr__(self):
-        return f"Err({self.text!r})"
+    text: str
 
 
+@dataclasses.dataclass(frozen=True)
 class Verbatim:
     """A RESP3 verbatim string (`=15\\r\\ntxt:Some string`)."""
-    __slots__ = ("fmt", "data")
-
-    def __init__(self, fmt, data):
-        self.fmt, self.data = fmt, data
-
-    def __eq__(self, other):
-        return type(other) is Verbatim and (other.fmt, other.data) == (self.fmt, self.data)
-
-    def __repr__(self):
-        return f"Verbatim({self.fmt!r}, {self.data!r})"
+    fmt: bytes
+    data: bytes
 
 
+@dataclasses.dataclass(frozen=True)
 class BigNumber:
     """A RESP3 big number (`(123`)."""
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-    def __eq__(self, other):
-        return type(other) is BigNumber and other.value == self.value
-
-    def __repr__(self):
-        return f"BigNumber({self.value})"
+    value: int
 
 
+@dataclasses.dataclass(frozen=True)
 class Map:
     """A RESP3 map, kept as an ordered list of (key, value) pairs."""
-    __slots__ = ("pairs",)
+    pairs: list
 
-    def __init__(self, pairs):
-        self.pairs = list(pairs)
-
-    def __eq__(self, other):
-        return type(other) is Map and other.pairs == self.pairs
-
-    def __repr__(self):
-        return f"Map({self.pairs!r})"
+    def __post_init__(self):
+        object.__setattr__(self, "pairs", list(self.pairs))
 
     def keys(self):
         return [k for k, _ in self.pairs]
 
 
+@dataclasses.dataclass(frozen=True)
 class RespSet:
     """A RESP3 set (`~`), kept in wire order."""
-    __slots__ = ("items",)
+    items: list
 
-    def __init__(self, items):
-        self.items = list(items)
-
-    def __eq__(self, other):
-        return type(other) is RespSet and other.items == self.items
-
-    def __repr__(self):
-        return f"RespSet({self.items!r})"
+    def __post_init__(self):
+        object.__setattr__(self, "items", list(self.items))
 
 
+@dataclasses.dataclass(frozen=True)
 class Push:
     """A RESP3 push message (`>`)."""
-    __slots__ = ("items",)
+    items: list
 
-    def __init__(self, items):
-        self.items = list(items)
-
-    def __eq__(self, other):
-        return type(other) is Push and other.items == self.items
-
-    def __repr__(self):
-        return f"Push({self.items!r})"
+    def __post_init__(self):
+        object.__setattr__(self, "items", list(self.items))
 
 
 class Match:
