@@ -68,7 +68,18 @@ median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? 
 echo "# per-round CF.ADD/SET: ${add_ratio[*]} (median $(median "${add_ratio[@]}"))"
 echo "# per-round CF.EXISTS/GET: ${exists_ratio[*]} (median $(median "${exists_ratio[@]}"))"
 
-items=$(redis-cli -p "$ccf_port" CF.INFO f | awk 'prev == "Number of items inserted" {print; exit} {prev = $0}')
-size=$(redis-cli -p "$ccf_port" CF.INFO f | awk 'prev == "Size" {print; exit} {prev = $0}')
-rss=$(redis-cli -p "$ccf_port" INFO memory | tr -d '\r' | sed -n 's/^used_memory_rss://p')
-echo "# memory: $items items; CF.INFO Size $size bytes = $(awk -v s="$size" -v n="$items" 'BEGIN{printf "%.2f", 8 * s / n}') bits/item; server RSS $rss bytes = $(awk -v s="$rss" -v n="$items" 'BEGIN{printf "%.2f", 8 * s / n}') bits/item"
+# Memory: a filter filled near its capacity. CF.INFO's Size is the sub-filters' own
+# memory_bytes() (the library's striped filter: table and stripes) plus the key's object; the
+# server's RSS grows by what the filter's pages cost.
+field() { redis-cli -p "$ccf_port" CF.INFO "$1" | awk -v name="$2" 'prev == name {print; exit} {prev = $0}'; }
+rss() { redis-cli -p "$ccf_port" INFO memory | tr -d '\r' | sed -n 's/^used_memory_rss://p'; }
+rss_before=$(rss)
+redis-cli -p "$ccf_port" CF.RESERVE m 4000000 BUCKETSIZE 4 EXPANSION 0 >/dev/null
+redis-benchmark -p "$ccf_port" -c 50 -P 16 -n 3800000 -r 1000000000 -q CF.ADD m __rand_int__ >/dev/null 2>&1
+rss_after=$(rss)
+items=$(field m "Number of items inserted")
+size=$(field m Size)
+slots=$(($(field m "Number of buckets") * 4))
+bits() { awk -v b="$1" -v n="$items" 'BEGIN{printf "%.2f", 8 * b / n}'; }
+echo "# memory: CF.RESERVE m 4000000 BUCKETSIZE 4 EXPANSION 0, $items items in $slots slots (load $(awk -v n="$items" -v s="$slots" 'BEGIN{printf "%.3f", n / s}'))"
+echo "# memory: CF.INFO Size $size bytes = $(bits "$size") bits/item; server RSS grew $((rss_after - rss_before)) bytes = $(bits $((rss_after - rss_before))) bits/item"

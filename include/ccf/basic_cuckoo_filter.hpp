@@ -221,6 +221,37 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
 
   // ---- size and space --------------------------------------------------------------------
 
+  // ---- fingerprints by bucket: moving a filter's contents (e.g. compacting nested levels) ----
+  // Each is one operation, concurrent like insert and erase; std::invalid_argument for a bucket,
+  // slot or fingerprint out of range.
+
+  // The fingerprint in `slot` of `bucket`; 0 for an empty slot.
+  std::uint32_t fingerprint_at(std::uint64_t bucket, unsigned slot) const {
+    check_fingerprint_place(bucket, slot, 1);
+    const Location at{bucket, bucket, 0};
+    return policy_.template operation<sync::Access::kRead>(
+        [&] { return policy_.read(at, [&] { return table_.read(bucket, slot); }); });
+  }
+  // Stores `fp` in the pair {bucket, its alternate}, as insert does for a key located there;
+  // with make_room = false only into a free slot of the pair (no path search: kFull at once).
+  Status insert_fingerprint(std::uint64_t bucket, std::uint32_t fp, bool make_room = true) {
+    check_fingerprint_place(bucket, 0, fp);
+    const Location at{bucket, addressing_.alternate(bucket, fp), fp};
+    return policy_.template operation<sync::Access::kWrite>([&] {
+      if (make_room) return insert_at(at);
+      if constexpr (kExclusive) {
+        if (overflow_.victim.used) return Status::kFull;
+      }
+      return store_in_either(at) ? Status::kOk : Status::kFull;
+    });
+  }
+  // Removes one copy of `fp` from the pair {bucket, its alternate}, as erase does.
+  Status erase_fingerprint(std::uint64_t bucket, std::uint32_t fp) {
+    check_fingerprint_place(bucket, 0, fp);
+    const Location at{bucket, addressing_.alternate(bucket, fp), fp};
+    return policy_.template operation<sync::Access::kWrite>([&] { return erase_at(at); });
+  }
+
   // Exact when no operation is in flight; otherwise a value the count had recently.
   std::size_t size() const {
     return policy_.template operation<sync::Access::kRead>([&] { return policy_.items(); });
@@ -326,6 +357,15 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
   using Path = detail::CuckooPath<kSlots, kPathDepth>;
   // Where an erase found the fingerprint.
   enum class Where : std::uint8_t { kPrimary, kAlternate, kNeither };
+
+  void check_fingerprint_place(std::uint64_t bucket, unsigned slot, std::uint32_t fp) const {
+    if (bucket >= bucket_count() || slot >= kSlots || fp == 0 || fp > Table::kFpMask) {
+      throw std::invalid_argument("no fingerprint " + std::to_string(fp) + " at bucket " +
+                                  std::to_string(bucket) + ", slot " + std::to_string(slot) +
+                                  " of a filter of " + std::to_string(bucket_count()) +
+                                  " buckets of " + std::to_string(kSlots) + " slots");
+    }
+  }
 
   // The bucket count of an addressing-made filter, checked as a capacity would be.
   static std::uint64_t checked_buckets(std::uint64_t buckets, FilterOptions options) {

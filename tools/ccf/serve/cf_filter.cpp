@@ -46,6 +46,18 @@ class SubOf final : public CfFilter::Sub {
   std::size_t count(std::string_view item) const override { return filter_.count(item); }
   bool erase(std::string_view item) override { return filter_.erase(item) == Status::kOk; }
   std::size_t memory_bytes() const override { return filter_.memory_bytes(); }
+  std::uint64_t buckets() const override { return filter_.bucket_count(); }
+  unsigned slots() const override { return Slots; }
+  std::size_t size() const override { return filter_.size(); }
+  std::uint32_t fingerprint_at(std::uint64_t bucket, unsigned slot) const override {
+    return filter_.fingerprint_at(bucket, slot);
+  }
+  bool insert_fingerprint(std::uint64_t bucket, std::uint32_t fp) override {
+    return filter_.insert_fingerprint(bucket, fp, /*make_room=*/false) == Status::kOk;
+  }
+  bool erase_fingerprint(std::uint64_t bucket, std::uint32_t fp) override {
+    return filter_.erase_fingerprint(bucket, fp) == Status::kOk;
+  }
   std::uint64_t saved_bytes() const override {
     // The library's filter file: header, the table's payload, the payload's checksum.
     return detail::FilterHeader::kEncodedSize +
@@ -144,7 +156,10 @@ std::mutex& CfFilter::nx_lock(std::string_view item) const {
 std::atomic<std::uint64_t>& CfFilter::removals(std::string_view item) const {
   // Every sub-filter fingerprints with the same hash and seed (kSubOptions): the item's
   // fingerprint, and so its stripe, is the same in all of them.
-  const std::uint32_t fp = detail::Addressing<16>::fingerprint(hash_key(item, kSubOptions.seed));
+  return removals(detail::Addressing<16>::fingerprint(hash_key(item, kSubOptions.seed)));
+}
+
+std::atomic<std::uint64_t>& CfFilter::removals(std::uint32_t fp) const {
   return removals_[fp % kRemovalStripes].count;
 }
 
@@ -189,6 +204,10 @@ AddResult CfFilter::add_unchecked(std::string_view item) {
 bool CfFilter::grow(unsigned seen) {
   const std::lock_guard lock(grow_mutex_);
   if (filters_.load(std::memory_order_relaxed) != seen) return true;  // another insert grew it
+  if (subs_[seen].load(std::memory_order_relaxed) != nullptr) {       // emptied by a compaction
+    filters_.store(seen + 1, std::memory_order_release);              // (1)
+    return true;
+  }
   try {
     install(seen, make_sub(params_, seen));
   } catch (const std::bad_alloc&) {
@@ -228,8 +247,53 @@ bool CfFilter::erase(std::string_view item) {
     version_.fetch_add(1);
     erased = erase_locked(item);
   }
-  drop_stale_dump();
+  if (erased) compact(false);
+  drop_stale_dump();  // (a compaction drops it too; a cheap test when there is none)
   return erased;
+}
+
+void CfFilter::compact(bool all) {
+  if (!all && (filters() < 2 || deletes_.load() * 10 <= items_.load())) return;  // cheap test
+  compact_locked(all);
+  drop_stale_dump();
+}
+
+void CfFilter::compact_locked(bool all) {
+  const std::unique_lock no_writers(writers_);  // (6)
+  const unsigned n = filters();
+  if (!all && (n < 2 || deletes_.load() * 10 <= items_.load())) return;
+  if (restore_) {  // a CF.LOADCHUNK restore still under way: its sub-filters are not all in
+    const std::lock_guard restoring(restore_->mutex);
+    for (const bool loaded : restore_->loaded) {
+      if (!loaded) return;
+    }
+  }
+  version_.fetch_add(1);
+  for (unsigned k = n; k-- > 1;) {
+    Sub& newer = sub(k);
+    const unsigned newer_level = level_of(params_, k);
+    for (std::uint64_t bucket = 0; bucket < newer.buckets(); ++bucket) {
+      for (unsigned slot = 0; slot < newer.slots(); ++slot) {
+        const std::uint32_t fp = newer.fingerprint_at(bucket, slot);
+        if (fp == 0) continue;
+        for (unsigned j = 0; j < k; ++j) {  // the oldest that takes it
+          // The pair's parent in level j: nesting keeps every item of this class in it.
+          if (!sub(j).insert_fingerprint(bucket >> (newer_level - level_of(params_, j)), fp)) {
+            continue;
+          }
+          removals(fp).fetch_add(1);            // (6) after the copy is in, before the removal
+          newer.erase_fingerprint(bucket, fp);  // no writer runs: it is there
+          break;
+        }
+      }
+    }
+    if (newer.size() == 0 && k + 1 == filters()) {
+      filters_.store(k, std::memory_order_release);  // (6) it stays allocated, for regrowth
+    } else if (!all) {
+      break;
+    }
+  }
+  deletes_.store(0);
 }
 
 bool CfFilter::erase_locked(std::string_view item) {
@@ -255,7 +319,10 @@ bool CfFilter::erase_locked(std::string_view item) {
 CfFilter::Info CfFilter::info() const {
   const unsigned n = filters();
   std::uint64_t bytes = sizeof(*this);
-  for (unsigned k = 0; k < n; ++k) bytes += sub(k).memory_bytes();
+  // Every sub-filter the key holds, also those a compaction took out of the chain.
+  for (const auto& held : subs_) {
+    if (const Sub* s = held.load(std::memory_order_acquire)) bytes += s->memory_bytes();
+  }
   return {bytes,
           params_.buckets,
           n,

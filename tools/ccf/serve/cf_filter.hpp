@@ -41,6 +41,12 @@
 //   (5) A dump (CF.SCANDUMP, SAVE) needs the sub-filters still: adds and deletes hold
 //       `writers_` shared, a dump holds it exclusively while it copies the tables out (the
 //       striped filter's save() may not run beside its writers). Lookups never take it.
+//   (6) Compaction also holds `writers_` exclusively. It moves a copy to an OLDER sub-filter
+//       (into the parent pair of its bucket pair: nesting keeps the item's lineage) before it
+//       raises the fingerprint's removal counter and removes the newer copy, so a lookup
+//       scanning newest to oldest meets the copy in one of the two, or sees the counter move.
+//       An emptied sub-filter leaves the chain by a smaller `filters_`; a lookup that read the
+//       old count may still scan it, so it is never freed while the key lives.
 //
 // Dump format (CF.SCANDUMP's chunks, and a key's value in a snapshot), little-endian:
 //   header   "CCFCF001", buckets u64, bucket size u32, max iterations u32, expansion u32,
@@ -95,8 +101,18 @@ class CfFilter {
   AddResult add(std::string_view item, bool only_if_absent);
   bool contains(std::string_view item) const;
   std::uint64_t count(std::string_view item) const;
-  // One copy removed; false if no sub-filter held the item's fingerprint.
+  // One copy removed; false if no sub-filter held the item's fingerprint. Then auto-compacts
+  // (compact(false)).
   bool erase(std::string_view item);
+
+  // Moves fingerprints from newer into older sub-filters, where a slot of the pair is free (as
+  // RedisBloom: no path search), newest sub-filter first; an emptied newest sub-filter leaves
+  // the chain and the delete count is reset. all = false (after a delete): only with >= 2
+  // sub-filters and deletes above 10% of the items, stopping at the first sub-filter it cannot
+  // empty. all = true (CF.COMPACT): every sub-filter, without stopping. Adds and deletes wait
+  // (5); lookups go on (6). An emptied sub-filter keeps its memory (a lookup may be reading
+  // it) and is reused when the key grows again.
+  void compact(bool all);
 
   struct Info {
     std::uint64_t size_bytes;
@@ -156,6 +172,13 @@ class CfFilter {
     virtual std::size_t memory_bytes() const = 0;
     virtual std::string save() const = 0;
     virtual std::uint64_t saved_bytes() const = 0;  // save().size(), without saving
+    // Fingerprint access for compaction (BasicCuckooFilter's by-bucket operations).
+    virtual std::uint64_t buckets() const = 0;
+    virtual unsigned slots() const = 0;
+    virtual std::size_t size() const = 0;
+    virtual std::uint32_t fingerprint_at(std::uint64_t bucket, unsigned slot) const = 0;
+    virtual bool insert_fingerprint(std::uint64_t bucket, std::uint32_t fp) = 0;  // free slot
+    virtual bool erase_fingerprint(std::uint64_t bucket, std::uint32_t fp) = 0;
   };
 
  private:
@@ -165,11 +188,13 @@ class CfFilter {
   void install(unsigned k, std::unique_ptr<Sub> made);
   AddResult add_unchecked(std::string_view item);
   bool erase_locked(std::string_view item);
+  void compact_locked(bool all);
   // Frees a CF.SCANDUMP dump that the last write made stale (not under writers_: dump() takes
   // dump_mutex_ before writers_).
   void drop_stale_dump();
   // The removal counter of the item's fingerprint stripe (3).
   std::atomic<std::uint64_t>& removals(std::string_view item) const;
+  std::atomic<std::uint64_t>& removals(std::uint32_t fp) const;
   // Adds a sub-filter unless one was added since `seen` filters were read. False: no memory.
   bool grow(unsigned seen);
   std::mutex& nx_lock(std::string_view item) const;

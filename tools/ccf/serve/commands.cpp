@@ -377,6 +377,15 @@ void cf_loadchunk(ServerState& server, ClientState&, const Args& args, ReplyWrit
   reply.simple("OK");
 }
 
+// Undocumented in RedisBloom, and flagged read-only there although it moves fingerprints.
+void cf_compact(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+  if (args.size() != 2) return arity_error(reply, args[0]);
+  const Lookup found = look_up(server.keyspace, args[1]);
+  if (!found.filter) return reply.error("Cuckoo filter was not found");
+  found.filter->compact(true);
+  reply.simple("OK");
+}
+
 // ---- generic commands ------------------------------------------------------------------------
 
 void ping(ServerState&, ClientState&, const Args& args, ReplyWriter& reply) {
@@ -709,6 +718,7 @@ const std::unordered_map<std::string, Handler>& handlers() {
       {"cf.info", cf_info},
       {"cf.scandump", cf_scandump},
       {"cf.loadchunk", cf_loadchunk},
+      {"cf.compact", cf_compact},
       {"ping", ping},
       {"echo", echo},
       {"auth", auth},
@@ -757,6 +767,7 @@ const std::initializer_list<CommandFacts>& command_facts() {
       {"cf.info", 2, {kReadonly, kFast}, 1, 1, 1},
       {"cf.scandump", 3, {kReadonly, kFast}, 1, 1, 1},
       {"cf.loadchunk", 4, {kWrite, kDenyOom}, 1, 1, 1},
+      {"cf.compact", -1, {kReadonly, kFast}, 1, 1, 1},
       {"ping", -1, {kFast}, 0, 0, 0},
       {"echo", 2, {kFast}, 0, 0, 0},
       {"auth", -2, {kFast}, 0, 0, 0},

@@ -159,8 +159,6 @@ CCF_BUCKETSIZE_REFUSED = Err(
     "BUCKETSIZE: ccf supports 1, 2 or 4 slots per bucket (3 is rounded up to 4)")
 
 SKIP_BUCKETSIZE = "BUCKETSIZE > 4 is not supported by ccf serve (1, 2 or 4 only)"
-SKIP_COMPACT = "CF.COMPACT is not built yet"
-SKIP_AUTOCOMPACT = "auto-compaction after deletes is not built yet"
 
 
 def arity(name):
@@ -871,7 +869,6 @@ class AddTest(ServerTest):
         self.assertCmd(self.c, info_reply(1024, 2, 3, 0, 1, 1, 20), "CF.INFO", "f")
         self.assertCmd(self.c, 3, "CF.COUNT", "f", "x")
 
-    @unittest.skip(SKIP_AUTOCOMPACT)
     def test_case_26_delete_then_autocompact(self):
         """Continue 25: `CF.DEL f x` → 1; `CF.COUNT f x` → 2; CF.INFO → filters 1, items
         inserted 2, items deleted 0 (auto-compaction freed the empty newest sub-filter)."""
@@ -1340,7 +1337,6 @@ class ScanDumpLoadChunkTest(ServerTest):
         self.assertCmd(self.c, OK, "CF.LOADCHUNK", "g", data_it, data)
         self.assertCmd(self.c, 1, "CF.EXISTS", "g", "d-1")
 
-    @unittest.skip(SKIP_COMPACT)
     def test_case_54_compact(self):
         """`CF.COMPACT nokey` → `Cuckoo filter was not found`; `CF.ADD f a`; `CF.COMPACT f` →
         OK; `CF.COMPACT f x` → E-ARITY 'cf.compact'."""
