@@ -29,7 +29,7 @@ trap cleanup EXIT
 
 "$ccf" serve --bind 127.0.0.1 --port 0 --threads "$threads" >"$work/ccf.out" 2>&1 &
 ccf_pid=$!
-for _ in $(seq 100); do grep -q listening "$work/ccf.out" && break; sleep 0.05; done
+for _ in $(seq 100); do grep -qs listening "$work/ccf.out" && break; sleep 0.05; done
 ccf_port=$(sed -n 's/^listening 127.0.0.1://p' "$work/ccf.out")
 [[ -n $ccf_port ]] || { echo "serve_bench: ccf serve did not start" >&2; exit 3; }
 for port in $(seq 16379 16479); do
