@@ -19,8 +19,9 @@
 // expanded), so executing a path moves each fingerprint exactly once and every move takes a
 // fingerprint to its own alternate bucket.
 //
-// The search reads the table only through read(bucket, slot), has_empty(bucket) and
-// prefetch(bucket), so the concurrent filters reuse it for their lock-free discovery phase.
+// The search reads the table only through read(bucket, slot) (or fingerprints(bucket)),
+// has_empty(bucket) and prefetch(bucket), so the concurrent filters reuse it for their lock-free
+// discovery phase.
 #pragma once
 
 #include <array>
@@ -79,6 +80,21 @@ struct CuckooPath {
   }
 };
 
+// The fingerprints of `bucket`, slot by slot: through the table's fingerprints(bucket) where it
+// has one (the lock-free filter's view: one read of the bucket's words instead of one per slot),
+// else read(bucket, slot) for each slot.
+template <class Table>
+std::array<std::uint32_t, Table::kSlots> bucket_fingerprints(const Table& table,
+                                                             std::uint64_t bucket) {
+  if constexpr (requires { table.fingerprints(bucket); }) {
+    return table.fingerprints(bucket);
+  } else {
+    std::array<std::uint32_t, Table::kSlots> fps;
+    for (unsigned slot = 0; slot < Table::kSlots; ++slot) fps[slot] = table.read(bucket, slot);
+    return fps;
+  }
+}
+
 // Returns true and fills `path` if some bucket within kMaxDepth displacements of i1 or i2 has
 // an empty slot.
 template <class Table, class Addressing, unsigned MaxDepth>
@@ -111,8 +127,9 @@ bool find_cuckoo_path(const Table& table, const Addressing& addressing, std::uin
     const std::size_t level_end = count;
     // Expand the whole level first, prefetching every child ...
     for (std::size_t n = level_begin; n < level_end; ++n) {
+      const auto fps = bucket_fingerprints(table, nodes[n].bucket);
       for (unsigned slot = 0; slot < Table::kSlots; ++slot) {
-        const std::uint32_t fp = table.read(nodes[n].bucket, slot);
+        const std::uint32_t fp = fps[slot];
         if (fp == 0) continue;  // only in a table that changed under a concurrent search
         const std::uint64_t child = addressing.alternate(nodes[n].bucket, fp);
         if (on_chain(static_cast<std::int32_t>(n), child)) continue;

@@ -25,8 +25,10 @@
 //   insert    into the newest level: a free slot in i1 or i2 takes one CAS; else breadth-
 //             first path discovery that writes nothing (detail/cuckoo_path.hpp), then
 //             migration from the empty end backwards, one K-CAS per step (source slot
-//             cleared + source stripe's counter raised + target slot filled); a step whose
-//             target has no room or whose K-CAS loses a race restarts discovery. No path:
+//             cleared + source stripe's counter raised + target slot filled); the last step,
+//             out of i1 or i2, fills the slot it vacates with the new fingerprint in the same
+//             K-CAS. A step whose target has no room or whose K-CAS loses a race restarts
+//             discovery. No path:
 //             the filter grows (if allowed) and the insert goes to the new level.
 //   erase     for each level from the newest to level 0: the first copy of the fingerprint
 //             in the key's two buckets is cleared by a K-CAS that also raises the stripe's
@@ -40,7 +42,8 @@
 //       buckets is a removal. Counters are 63 bits: an unchanged value means no removal unless
 //       exactly a multiple of 2^63 removals hit one stripe during the scan (centuries).
 //   (2) Every write that can take a copy away from a reader is a removal: erase and the
-//       source of a migration, both K-CAS with the counter. An insert only adds.
+//       source of a migration, both K-CAS with the counter. An insert's own fingerprint only
+//       adds (the last migration step writes it where the copy it moves out was).
 //   (3) Levels nest (detail/nested_addressing.hpp): keys that collide in level k (same
 //       fingerprint, same bucket pair) collide in every smaller level.
 //   (4) erase removes a copy from the NEWEST level that has one. A copy that belongs to
@@ -315,6 +318,12 @@ class LockFreeCuckooFilter
     const Level& level;
     std::uint32_t read(std::uint64_t bucket, unsigned slot) const {
       return BucketLanes::get(filter.bucket_bits(level, bucket), slot);
+    }
+    std::array<std::uint32_t, kSlots> fingerprints(std::uint64_t bucket) const {
+      const std::uint64_t bits = filter.bucket_bits(level, bucket);
+      std::array<std::uint32_t, kSlots> fps;
+      for (unsigned slot = 0; slot < kSlots; ++slot) fps[slot] = BucketLanes::get(bits, slot);
+      return fps;
     }
     bool has_empty(std::uint64_t bucket) const {
       return BucketLanes::zero_lanes(filter.bucket_bits(level, bucket)) != 0;
@@ -602,7 +611,8 @@ class LockFreeCuckooFilter
       if (!detail::find_cuckoo_path(view, level.addressing, at.primary, at.alternate, path)) {
         return false;
       }
-      if (!migrate(level, at, path.code, path.length)) restarts_.add(1);
+      if (migrate(level, at, path.code, path.length)) return true;
+      restarts_.add(1);
     }
   }
 
@@ -619,7 +629,10 @@ class LockFreeCuckooFilter
   }
 
   // Decodes the compressed path against the current table, then moves fingerprints from the
-  // empty end back to the root, one K-CAS per step. False: restart discovery.
+  // empty end back to the root, one K-CAS per step; the last step, out of the root bucket,
+  // stores at.fp in the slot it vacates (as the striped filter does under its root locks), so
+  // no other insert takes that slot and the item is in when migrate returns true. False:
+  // restart discovery (the item is not in; the moves already made each kept every item).
   bool migrate(Level& level, const Location& at, std::uint32_t code, unsigned length) {
     using Path = detail::CuckooPath<kSlots, kPathDepth>;
     std::uint64_t buckets[kPathDepth + 1];
@@ -632,16 +645,24 @@ class LockFreeCuckooFilter
     }
     for (unsigned step = length - 1; step > 0; --step) {
       const std::uint64_t source = buckets[step - 1], target = buckets[step];
-      if (source == target) continue;
-      if (!move(level, source, Path::slot_in(code, step - 1), target)) return false;
+      const bool root = step == 1;
+      if (source == target) {
+        if (root) return false;  // the root slot would not be freed
+        continue;
+      }
+      if (!move(level, source, Path::slot_in(code, step - 1), target, root ? at.fp : 0)) {
+        return false;
+      }
       migrations_.add(1);
     }
     return true;
   }
 
   // One K-CAS: the fingerprint in `slot` of `source` goes to a free slot of `target` (its
-  // alternate), and the source stripe's counter is raised (2).
-  bool move(Level& level, std::uint64_t source, unsigned slot, std::uint64_t target) {
+  // alternate), `slot` takes `refill` (0, or the inserted item's fingerprint on a path's last
+  // step), and the source stripe's counter is raised (2): a fingerprint left `source`.
+  bool move(Level& level, std::uint64_t source, unsigned slot, std::uint64_t target,
+            std::uint32_t refill) {
     const std::uint64_t room = BucketLanes::zero_lanes(bucket_bits(level, target));
     if (room == 0) return false;
     const SlotRef from = slot_ref(source, slot);
@@ -654,17 +675,17 @@ class LockFreeCuckooFilter
     const std::uint32_t fp = WordLanes::get(from_value, from.lane);
     // The fingerprint must still lead to the target (same fingerprint, same alternate).
     if (fp == 0 || level.addressing.alternate(source, fp) != target) return false;
-    const std::uint64_t cleared = WordLanes::set(from_value, from.lane, 0);
+    const std::uint64_t source_after = WordLanes::set(from_value, from.lane, refill);
     const lockfree::KcasEntry counted{&stripe, count, next_count(count)};
     kcas_operations_.add(1);
     if (from.word == to.word) {  // neighbouring buckets sharing a word: one word changes
-      if (WordLanes::get(cleared, to.lane) != 0) return false;
+      if (WordLanes::get(source_after, to.lane) != 0) return false;
       return kcas_.compare_exchange(
-          {{&from_word, from_value, WordLanes::set(cleared, to.lane, fp)}, counted});
+          {{&from_word, from_value, WordLanes::set(source_after, to.lane, fp)}, counted});
     }
     const std::uint64_t to_value = kcas_.read(to_word);
     if (WordLanes::get(to_value, to.lane) != 0) return false;
-    return kcas_.compare_exchange({{&from_word, from_value, cleared},
+    return kcas_.compare_exchange({{&from_word, from_value, source_after},
                                    {&to_word, to_value, WordLanes::set(to_value, to.lane, fp)},
                                    counted});
   }
