@@ -58,15 +58,17 @@ void arity_error(ReplyWriter& reply, std::string_view command) {
 
 // What a key holds, for commands that need a filter.
 enum class Held { kNothing, kFilter, kOther };
+// The filter is held by the client's memo (Keyspace::Memo) until its next look_up: one per
+// command.
 struct Lookup {
   Held held;
-  std::shared_ptr<CfFilter> filter;
+  CfFilter* filter;
 };
-Lookup look_up(const Keyspace& keyspace, std::string_view key) {
-  const std::optional<Value> value = keyspace.find(key);
-  if (!value) return {Held::kNothing, nullptr};
-  if (const auto* filter = std::get_if<std::shared_ptr<CfFilter>>(&*value)) {
-    return {Held::kFilter, *filter};
+Lookup look_up(const Keyspace& keyspace, ClientState& client, std::string_view key) {
+  const Value* value = keyspace.find(key, client.memo);
+  if (value == nullptr) return {Held::kNothing, nullptr};
+  if (const auto* filter = std::get_if<std::shared_ptr<CfFilter>>(value)) {
+    return {Held::kFilter, filter->get()};
   }
   return {Held::kOther, nullptr};
 }
@@ -93,20 +95,24 @@ CfParams sized(long long capacity, unsigned bucket_size, unsigned max_iterations
   return params;
 }
 
-// Creates the key's filter if it does not exist. nullopt after replying with an error.
-std::optional<std::shared_ptr<CfFilter>> filter_for_write(ServerState& server, ReplyWriter& reply,
-                                                          std::string_view key,
-                                                          const CfParams& params) {
+// The key's filter, created if the key does not exist, held by the client's memo like a
+// look_up's. nullptr after replying with an error.
+CfFilter* filter_for_write(ServerState& server, ClientState& client, ReplyWriter& reply,
+                           std::string_view key, const CfParams& params) {
   try {
-    const auto [value, created] = server.keyspace.find_or_create(
-        key, [&] { return Value(std::make_shared<CfFilter>(params)); });
-    (void)created;
-    if (const auto* filter = std::get_if<std::shared_ptr<CfFilter>>(&value)) return *filter;
+    // Another client may drop the key between the creation and the look-up: then again.
+    for (;;) {
+      const Lookup found = look_up(server.keyspace, client, key);
+      if (found.held == Held::kFilter) return found.filter;
+      if (found.held == Held::kOther) break;
+      server.keyspace.find_or_create(key,
+                                     [&] { return Value(std::make_shared<CfFilter>(params)); });
+    }
     reply.error(kWrongType);
   } catch (const std::bad_alloc&) {
     reply.error("ERR Insufficient memory to create filter");
   }
-  return std::nullopt;
+  return nullptr;
 }
 
 // ---- CF.* ---------------------------------------------------------------------------------
@@ -177,13 +183,13 @@ const CfParams& default_params() {
   return params;
 }
 
-void cf_add(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply,
+void cf_add(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply,
             bool only_if_absent) {
   if (args.size() != 3) return arity_error(reply, args[0]);
-  const auto filter = filter_for_write(server, reply, args[1], default_params());
-  if (!filter) return;
-  if ((*filter)->at_max_filters()) return reply.error("Maximum expansions reached");
-  switch ((*filter)->add(args[2], only_if_absent)) {
+  CfFilter* const filter = filter_for_write(server, client, reply, args[1], default_params());
+  if (filter == nullptr) return;
+  if (filter->at_max_filters()) return reply.error("Maximum expansions reached");
+  switch (filter->add(args[2], only_if_absent)) {
     case AddResult::kAdded:
       return reply.boolean(true);
     case AddResult::kPresent:
@@ -197,7 +203,7 @@ void cf_add(ServerState& server, ClientState&, const Args& args, ReplyWriter& re
   }
 }
 
-void cf_insert(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply,
+void cf_insert(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply,
                bool only_if_absent) {
   if (args.size() < 4) return arity_error(reply, args[0]);
   long long capacity = kDefaultCapacity;
@@ -225,18 +231,17 @@ void cf_insert(ServerState& server, ClientState&, const Args& args, ReplyWriter&
     }
   }
   if (items == 0 || items >= args.size()) return arity_error(reply, args[0]);
-  std::shared_ptr<CfFilter> filter;
+  CfFilter* filter = nullptr;
   if (no_create) {
-    const Lookup found = look_up(server.keyspace, args[1]);
+    const Lookup found = look_up(server.keyspace, client, args[1]);
     if (found.held == Held::kOther) return reply.error(kWrongType);
     if (found.held == Held::kNothing) return reply.error(kNotFound);
     filter = found.filter;
   } else {
-    const auto made = filter_for_write(
-        server, reply, args[1],
+    filter = filter_for_write(
+        server, client, reply, args[1],
         sized(capacity, kDefaultBucketSize, kDefaultMaxIterations, kDefaultExpansion));
-    if (!made) return;
-    filter = *made;
+    if (filter == nullptr) return;
   }
   if (filter->at_max_filters()) return reply.error("Maximum expansions reached");
   reply.array(args.size() - items);
@@ -252,37 +257,37 @@ void cf_insert(ServerState& server, ClientState&, const Args& args, ReplyWriter&
   }
 }
 
-void cf_exists(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+void cf_exists(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
   if (args.size() != 3) return arity_error(reply, args[0]);
-  const Lookup found = look_up(server.keyspace, args[1]);
+  const Lookup found = look_up(server.keyspace, client, args[1]);
   reply.boolean(found.filter && found.filter->contains(args[2]));
 }
 
-void cf_mexists(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+void cf_mexists(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
   if (args.size() < 3) return arity_error(reply, args[0]);
-  const Lookup found = look_up(server.keyspace, args[1]);
+  const Lookup found = look_up(server.keyspace, client, args[1]);
   reply.array(args.size() - 2);
   for (std::size_t i = 2; i < args.size(); ++i) {
     reply.boolean(found.filter && found.filter->contains(args[i]));
   }
 }
 
-void cf_count(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+void cf_count(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
   if (args.size() != 3) return arity_error(reply, args[0]);
-  const Lookup found = look_up(server.keyspace, args[1]);
+  const Lookup found = look_up(server.keyspace, client, args[1]);
   reply.integer(found.filter ? static_cast<long long>(found.filter->count(args[2])) : 0);
 }
 
-void cf_del(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+void cf_del(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
   if (args.size() != 3) return arity_error(reply, args[0]);
-  const Lookup found = look_up(server.keyspace, args[1]);
+  const Lookup found = look_up(server.keyspace, client, args[1]);
   if (!found.filter) return reply.error("Not found");
   reply.boolean(found.filter->erase(args[2]));
 }
 
-void cf_info(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+void cf_info(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
   if (args.size() != 2) return arity_error(reply, args[0]);
-  const Lookup found = look_up(server.keyspace, args[1]);
+  const Lookup found = look_up(server.keyspace, client, args[1]);
   if (found.held == Held::kNothing) return reply.error(kNotFound);
   if (found.held == Held::kOther) return reply.error(kWrongType);
   const CfFilter::Info info = found.filter->info();
@@ -305,11 +310,11 @@ void cf_info(ServerState& server, ClientState&, const Args& args, ReplyWriter& r
 // CF.SCANDUMP's chunks never cross a blob boundary and hold at most this many bytes.
 constexpr std::uint64_t kMaxChunkBytes = 16u << 20;
 
-void cf_scandump(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+void cf_scandump(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
   if (args.size() != 3) return arity_error(reply, args[0]);
   const std::optional<long long> iterator = parse_integer(args[2]);
   if (!iterator || *iterator < 0) return reply.error("Invalid position");
-  const Lookup found = look_up(server.keyspace, args[1]);
+  const Lookup found = look_up(server.keyspace, client, args[1]);
   if (found.held == Held::kNothing) return reply.error(kNotFound);
   if (found.held == Held::kOther) return reply.error(kWrongType);
   const auto done = [&] {
@@ -339,13 +344,13 @@ void cf_scandump(ServerState& server, ClientState&, const Args& args, ReplyWrite
   done();
 }
 
-void cf_loadchunk(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+void cf_loadchunk(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
   if (args.size() != 4) return arity_error(reply, args[0]);
   const std::optional<long long> iterator = parse_integer(args[2]);
   if (!iterator || *iterator == 0) return reply.error("Invalid position");
   const std::string_view data = args[3];
   if (*iterator == 1) {
-    const Lookup found = look_up(server.keyspace, args[1]);
+    const Lookup found = look_up(server.keyspace, client, args[1]);
     if (found.held == Held::kFilter) return reply.error("ERR item exists");
     if (found.held == Held::kOther) return reply.error(kWrongType);
     if (!CfFilter::header_length_fits(data)) return reply.error("Invalid header");
@@ -366,7 +371,7 @@ void cf_loadchunk(ServerState& server, ClientState&, const Args& args, ReplyWrit
       return reply.error("Couldn't create filter!");
     }
   }
-  const Lookup found = look_up(server.keyspace, args[1]);
+  const Lookup found = look_up(server.keyspace, client, args[1]);
   if (found.held == Held::kNothing) return reply.error(kNotFound);
   if (found.held == Held::kOther) return reply.error(kWrongType);
   // The chunk ends at byte iterator - 1 of the data.
@@ -378,9 +383,9 @@ void cf_loadchunk(ServerState& server, ClientState&, const Args& args, ReplyWrit
 }
 
 // Undocumented in RedisBloom, and flagged read-only there although it moves fingerprints.
-void cf_compact(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
+void cf_compact(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
   if (args.size() != 2) return arity_error(reply, args[0]);
-  const Lookup found = look_up(server.keyspace, args[1]);
+  const Lookup found = look_up(server.keyspace, client, args[1]);
   if (!found.filter) return reply.error("Cuckoo filter was not found");
   found.filter->compact(true);
   reply.simple("OK");

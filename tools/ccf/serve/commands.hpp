@@ -44,6 +44,7 @@ struct ClientState {
   bool authenticated = false;
   std::string name;
   bool close_after_reply = false;  // QUIT
+  Keyspace::Memo memo;             // the last filter its commands found (Keyspace::Memo)
 };
 
 void execute(ServerState& server, ClientState& client, const std::vector<std::string>& args,

@@ -15,6 +15,20 @@ std::optional<Value> Keyspace::find(std::string_view key) const {
   return it->second;
 }
 
+const Value* Keyspace::find(std::string_view key, Memo& memo) const {
+  // Read before the map: a drop that the map lookup below misses raises the generation only
+  // after it, so the memo then holds an older generation and is refreshed on its next use.
+  const std::uint64_t generation = generation_.load();
+  if (memo.valid_ && memo.generation_ == generation && memo.key_ == key) return &memo.value_;
+  std::optional<Value> found = find(key);
+  if (!found) return nullptr;
+  memo.valid_ = true;
+  memo.generation_ = generation;
+  memo.key_.assign(key);
+  memo.value_ = std::move(*found);
+  return &memo.value_;
+}
+
 std::pair<Value, bool> Keyspace::find_or_create(std::string_view key,
                                                 const std::function<Value()>& make) {
   Shard& shard = shard_of(key);
@@ -30,6 +44,7 @@ void Keyspace::set(std::string_view key, Value value) {
   Shard& shard = shard_of(key);
   const std::lock_guard lock(shard.mutex);
   shard.map.insert_or_assign(std::string(key), std::move(value));
+  generation_.fetch_add(1);
 }
 
 bool Keyspace::erase(std::string_view key) {
@@ -38,6 +53,7 @@ bool Keyspace::erase(std::string_view key) {
   const auto it = shard.map.find(key);
   if (it == shard.map.end()) return false;
   shard.map.erase(it);
+  generation_.fetch_add(1);
   return true;
 }
 
@@ -56,6 +72,7 @@ void Keyspace::clear() {
     {
       const std::lock_guard lock(shard.mutex);
       dropped.swap(shard.map);
+      generation_.fetch_add(1);
     }
     // Filters are freed here, outside the lock (or later, by the last command using them).
   }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -32,6 +33,25 @@ class Keyspace {
   static constexpr std::size_t kShards = 64;
 
   std::optional<Value> find(std::string_view key) const;
+
+  // A client's memo of the last key it found. While no key has been dropped or replaced since
+  // (the keyspace's generation is unchanged), finding the same key again takes neither the
+  // shard's lock nor a reference-count change: the cache lines that two cores would otherwise
+  // pass back and forth on every command to one hot filter. The memo keeps its value alive, so
+  // a session forgets it whenever it waits for input (a dropped filter is freed then at latest).
+  class Memo {
+   public:
+    void forget() noexcept { *this = Memo(); }
+
+   private:
+    friend class Keyspace;
+    bool valid_ = false;
+    std::uint64_t generation_ = 0;
+    std::string key_;
+    Value value_;
+  };
+  // find() through `memo`: the value returned is held by the memo until its next use.
+  const Value* find(std::string_view key, Memo& memo) const;
   // Inserts `make()`'s value unless the key exists. Returns the value now under the key and
   // whether it was created. make() runs under the shard's lock (it may throw: nothing changes).
   std::pair<Value, bool> find_or_create(std::string_view key, const std::function<Value()>& make);
@@ -63,6 +83,8 @@ class Keyspace {
   Shard& shard_of(std::string_view key) const;
 
   mutable std::array<Shard, kShards> shards_;
+  // Raised after every drop or replacement of a key (erase, set, clear), once the map shows it.
+  std::atomic<std::uint64_t> generation_{0};
 };
 
 // Redis's glob match (stringmatchlen): * ? [set] [^set] [a-z] and \x; binary-safe.

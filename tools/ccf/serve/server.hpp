@@ -1,9 +1,10 @@
-// The `ccf serve` network layer: Boost.Asio (docs/server.md says why), one io_context run by
-// `threads` threads, one session per client. A session reads, parses every complete command in
-// what it has (pipelining), runs them in order on its I/O thread, writes all their replies in
-// one write, and only then reads again: a client that does not read its replies stops being
-// read (back-pressure), so no client can make the server buffer without bound. Each session's
-// handlers run on its own strand; different clients' commands run in parallel.
+// The `ccf serve` network layer: Boost.Asio (docs/server.md says why), `threads` I/O threads,
+// each running an io_context of its own, one session per client, dealt to the threads
+// round-robin. A session reads, parses every complete command in what it has (pipelining), runs
+// them in order on its I/O thread, writes all their replies in one write, and only then reads
+// again: a client that does not read its replies stops being read (back-pressure), so no client
+// can make the server buffer without bound. A session's handlers all run on its thread;
+// different clients' commands run in parallel.
 #pragma once
 
 #include <cstddef>

@@ -1595,6 +1595,17 @@ class GenericCommandTest(ServerTest):
         self.assertReply(self.c.pipeline(commands), expected, "3,000 pipelined commands")
         self.assertInfo(self.c, "f", items=1000)
 
+    def test_pipelined_commands_see_the_key_dropped_and_replaced_in_between(self):
+        """One write: commands on `f` around `DEL f`, `SET f`, `FLUSHALL` each see the key as
+        those left it (the server remembers the key a client last found, and must forget it)."""
+        replies = self.c.pipeline([
+            ("CF.ADD", "f", "a"), ("CF.EXISTS", "f", "a"),
+            ("DEL", "f"), ("CF.EXISTS", "f", "a"), ("CF.ADD", "f", "b"), ("CF.EXISTS", "f", "a"),
+            ("SET", "f", "text"), ("CF.ADD", "f", "a"), ("CF.EXISTS", "f", "b"),
+            ("FLUSHALL",), ("CF.ADD", "f", "c"), ("CF.EXISTS", "f", "b"),
+            ("CF.COUNT", "f", "c")])
+        self.assertReply(replies, [1, 1, 1, 0, 1, 0, OK, E_TYPE, 0, OK, 1, 0, 1])
+
 
 class AuthTest(ServerTest):
     """Case 63: a server started with `--requirepass pw`."""
