@@ -2,7 +2,8 @@
 # `ccf serve` against Debian's redis-server, in one run on this machine (docs/server.md):
 # redis-benchmark -c 50 -P 16 -n N -r 10000000 runs CF.ADD then CF.EXISTS on one filter
 # reserved for 20M items, and SET then GET on redis-server, ROUNDS times interleaved. Prints
-# every round's rates and latencies, the per-round ratios and their medians, and the memory
+# every round's rates and latencies (and ECHO on ccf serve: the set-up's ceiling, no filter
+# touched), the per-round ratios and their medians, and the memory
 # per item (CF.INFO and the server's RSS against the library filter's table).
 # Usage: bench/serve_bench.sh [ROUNDS (3)] [REQUESTS (2000000)] [THREADS (2)]
 # Both servers listen on loopback ports and are stopped at the end.
@@ -57,10 +58,14 @@ for round in $(seq "$rounds"); do
   read -r set p50s p99s < <(run "$redis_port" SET __rand_int__ xxx)
   read -r exists p50e p99e < <(run "$ccf_port" CF.EXISTS f __rand_int__)
   read -r get p50g p99g < <(run "$redis_port" GET __rand_int__)
+  # The ceiling of this set-up: ECHO touches no filter, so its rate is what redis-benchmark and
+  # the server's request path reach on these cores (client and servers share them).
+  read -r echo_rps p50c p99c < <(run "$ccf_port" ECHO __rand_int__)
   echo "$round ccf:CF.ADD $add $p50a $p99a"
   echo "$round redis:SET $set $p50s $p99s"
   echo "$round ccf:CF.EXISTS $exists $p50e $p99e"
   echo "$round redis:GET $get $p50g $p99g"
+  echo "$round ccf:ECHO $echo_rps $p50c $p99c"
   add_ratio+=("$(awk -v a="$add" -v b="$set" 'BEGIN{printf "%.2f", a / b}')")
   exists_ratio+=("$(awk -v a="$exists" -v b="$get" 'BEGIN{printf "%.2f", a / b}')")
 done
