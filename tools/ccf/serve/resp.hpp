@@ -140,27 +140,11 @@ inline bool split_inline_args(std::string_view line, std::vector<std::string>& w
           word.push_back(static_cast<char>(hex_value(line[i + 2]) * 16 + hex_value(line[i + 3])));
           i += 4;
         } else if (c == '\\' && i + 1 < n) {
+          // Redis's escapes: \n \r \t \b \a; any other escaped character stands for itself.
+          constexpr std::string_view kEscapes = "nrtba", kMeanings = "\n\r\t\b\a";
           const char escaped = line[i + 1];
-          switch (escaped) {
-            case 'n':
-              word.push_back('\n');
-              break;
-            case 'r':
-              word.push_back('\r');
-              break;
-            case 't':
-              word.push_back('\t');
-              break;
-            case 'b':
-              word.push_back('\b');
-              break;
-            case 'a':
-              word.push_back('\a');
-              break;
-            default:
-              word.push_back(escaped);
-              break;
-          }
+          const std::size_t known = kEscapes.find(escaped);
+          word.push_back(known == std::string_view::npos ? escaped : kMeanings[known]);
           i += 2;
         } else if (c == '"') {
           if (i + 1 < n && !is_inline_space(line[i + 1])) return false;
