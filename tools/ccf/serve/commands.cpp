@@ -571,33 +571,41 @@ void scan(ServerState& server, ClientState&, const Args& args, ReplyWriter& repl
   }
   std::string pattern = "*";
   std::optional<std::string> wanted_type;
+  // As in Redis, a hint: keys looked at per call (whole shards here, so often more).
+  long long count = 10;
   for (std::size_t i = 2; i < args.size(); i += 2) {
     if (i + 1 >= args.size()) return reply.error("ERR syntax error");
     const std::string option = lower(args[i]);
     if (option == "match") {
       pattern = args[i + 1];
     } else if (option == "count") {
-      const std::optional<long long> count = parse_integer(args[i + 1]);
-      if (!count) return reply.error("ERR value is not an integer or out of range");
-      if (*count < 1) return reply.error("ERR syntax error");
+      const std::optional<long long> parsed = parse_integer(args[i + 1]);
+      if (!parsed) return reply.error("ERR value is not an integer or out of range");
+      if (*parsed < 1) return reply.error("ERR syntax error");
+      count = *parsed;
     } else if (option == "type") {
       wanted_type = args[i + 1];
     } else {
       return reply.error("ERR syntax error");
     }
   }
-  const auto step = server.keyspace.scan(cursor);
-  if (!step) return reply.error("ERR invalid cursor");
-  std::vector<std::string_view> selected;
-  for (const auto& [key, value] : step->entries) {
-    if (!glob_match(pattern, key)) continue;
-    if (wanted_type && !equals_ignoring_case(*wanted_type, type_name(value))) continue;
-    selected.push_back(key);
-  }
+  std::vector<std::string> selected;
+  long long looked_at = 0;
+  do {  // shard by shard until COUNT keys were looked at or the last shard is done
+    auto step = server.keyspace.scan(cursor);
+    if (!step) return reply.error("ERR invalid cursor");  // only the client's cursor can be
+    for (auto& [key, value] : step->entries) {
+      if (!glob_match(pattern, key)) continue;
+      if (wanted_type && !equals_ignoring_case(*wanted_type, type_name(value))) continue;
+      selected.push_back(std::move(key));
+    }
+    looked_at += static_cast<long long>(step->entries.size());
+    cursor = step->next;
+  } while (cursor != 0 && looked_at < count);
   reply.array(2);
-  reply.bulk(std::to_string(step->next));
+  reply.bulk(std::to_string(cursor));
   reply.array(selected.size());
-  for (const std::string_view key : selected) reply.bulk(key);
+  for (const std::string& key : selected) reply.bulk(key);
 }
 
 void dbsize(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
@@ -878,7 +886,9 @@ void execute(ServerState& server, ClientState& client, const std::vector<std::st
     reply.error(std::string("ERR ") + error.what());
     return;
   }
-  if (writes(name)) server.changes.fetch_add(1, std::memory_order_relaxed);  // a count only
+  // A write answered with an error changed nothing: it does not count toward `--save`.
+  const bool failed = out.size() > reply_start && out[reply_start] == '-';
+  if (!failed && writes(name)) server.changes.fetch_add(1, std::memory_order_relaxed);  // a count
 }
 
 void save_now(ServerState& server) {

@@ -1493,6 +1493,21 @@ class GenericCommandTest(ServerTest):
         self.assertCmd(self.c, OK, "FLUSHDB")
         self.assertCmd(self.c, 0, "DBSIZE")
 
+    def test_scan_count_is_how_many_keys_a_call_looks_at(self):
+        """200 keys: `SCAN 0 COUNT 1000` returns them all and cursor 0 in one call; with the
+        default COUNT (10) a call returns part of them and a cursor to go on from, and the
+        iteration still sees every key once."""
+        keys = {f"k{i}".encode() for i in range(200)}
+        self.c.pipeline([("SET", key, "v") for key in keys])
+        cursor, batch = self.c.call("SCAN", "0", "COUNT", "1000")
+        self.assertEqual((cursor, len(batch), set(batch)), (b"0", 200, keys))
+        cursor, batch = self.c.call("SCAN", "0")
+        self.assertNotEqual(cursor, b"0")
+        self.assertGreaterEqual(len(batch), 10)
+        self.assertLess(len(batch), 200)
+        self.assertEqual(self.scan(), keys)
+        self.assertEqual(self.scan("COUNT", "1"), keys)
+
     def test_case_61_client_name(self):
         """`CLIENT GETNAME` → nil; `CLIENT SETNAME app` → OK; `CLIENT GETNAME` → "app";
         `CLIENT SETNAME "a b"` → `ERR Client names cannot contain spaces, newlines or special
@@ -2175,6 +2190,22 @@ class PersistenceTest(unittest.TestCase):
         conn.close()
         server, conn = self.start()
         self.assertEqual(self.missing(conn, "f", 2000, "p-"), [])
+
+    def test_failed_writes_do_not_count_toward_save_points(self):
+        """`--save 1 1`: writes answered with an error change nothing and start no snapshot;
+        one write that succeeds does."""
+        server, conn = self.start("--save", "1", "1")
+        self.assertReply(conn.call("CF.DEL", "nokey", "x"), Match("an error", lambda reply: isinstance(reply, Err)))
+        self.assertReply(conn.call("CF.RESERVE", "f", "0"), Match("an error", lambda reply: isinstance(reply, Err)))
+        self.assertReply(conn.call("CF.ADD", "f"), Match("an error", lambda reply: isinstance(reply, Err)))
+        time.sleep(2.5)  # two periods of the saver
+        self.assertEqual(conn.call("LASTSAVE"), 0, "a snapshot after only failed writes")
+        self.assertReply(conn.call("CF.ADD", "f", "a"), 1)
+        for _ in range(100):  # up to 10 s for the periodic save
+            if conn.call("LASTSAVE") > 0:
+                break
+            time.sleep(0.1)
+        self.assertGreater(conn.call("LASTSAVE"), 0, "no snapshot after a successful write")
 
     def test_shutdown_with_save_points_writes_a_snapshot(self):
         server, conn = self.start("--save", "3600", "1")
