@@ -13,6 +13,7 @@
 #include <string_view>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "serve/snapshot.hpp"
 
@@ -808,10 +809,14 @@ const std::initializer_list<CommandFacts>& command_facts() {
 }
 
 bool writes(std::string_view name) {
-  const auto& facts = command_facts();
-  return std::any_of(facts.begin(), facts.end(), [&](const CommandFacts& f) {
-    return f.name == name && std::find(f.flags.begin(), f.flags.end(), kWrite) != f.flags.end();
-  });
+  static const std::unordered_set<std::string_view> write_commands = [] {
+    std::unordered_set<std::string_view> names;
+    for (const CommandFacts& f : command_facts()) {
+      if (std::find(f.flags.begin(), f.flags.end(), kWrite) != f.flags.end()) names.insert(f.name);
+    }
+    return names;
+  }();
+  return write_commands.contains(name);
 }
 
 void describe(const CommandFacts& facts, ReplyWriter& reply) {
