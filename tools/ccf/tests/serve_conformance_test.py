@@ -1496,7 +1496,7 @@ class GenericCommandTest(ServerTest):
     def test_scan_count_is_how_many_keys_a_call_looks_at(self):
         """200 keys: `SCAN 0 COUNT 1000` returns them all and cursor 0 in one call; with the
         default COUNT (10) a call returns part of them and a cursor to go on from, and the
-        iteration still sees every key once."""
+        iteration still sees every key once. COUNT 0, x or missing: errors."""
         keys = {f"k{i}".encode() for i in range(200)}
         self.c.pipeline([("SET", key, "v") for key in keys])
         cursor, batch = self.c.call("SCAN", "0", "COUNT", "1000")
@@ -1507,6 +1507,10 @@ class GenericCommandTest(ServerTest):
         self.assertLess(len(batch), 200)
         self.assertEqual(self.scan(), keys)
         self.assertEqual(self.scan("COUNT", "1"), keys)
+        self.assertCmd(self.c, Err("ERR syntax error"), "SCAN", "0", "COUNT", "0")
+        self.assertCmd(self.c, Err("ERR value is not an integer or out of range"),
+                       "SCAN", "0", "COUNT", "x")
+        self.assertCmd(self.c, Err("ERR syntax error"), "SCAN", "0", "COUNT")
 
     def test_case_61_client_name(self):
         """`CLIENT GETNAME` → nil; `CLIENT SETNAME app` → OK; `CLIENT GETNAME` → "app";
