@@ -134,10 +134,10 @@ class Session : public std::enable_shared_from_this<Session> {
 };
 
 // One io_context per I/O thread, each run by that thread alone: a session lives on one
-// context, so its handlers never run concurrently (no strand), and no handler is handed from one
-// thread to another (a shared io_context run by several threads wakes an idle thread through a
-// futex for every handler it posts: a fifth of the server's time under redis-benchmark).
-// Sessions are dealt to the contexts round-robin as they are accepted.
+// context, so its handlers never run concurrently (no strand) and are never handed from one
+// thread to another (a shared io_context wakes an idle thread for the handlers it posts).
+// Sessions are dealt to the contexts round-robin as they are accepted. On 2 cores this measured
+// no faster than one shared io_context (docs/server.md, "Figures").
 class IoThreads {
  public:
   explicit IoThreads(unsigned threads) {
@@ -185,8 +185,8 @@ class Listener {
     acceptor_.async_accept(io_.next(), [this](boost::system::error_code error, tcp::socket socket) {
       if (error == asio::error::operation_aborted) return;
       if (error) {
-        // Out of file descriptors (or another accept error): try again a
-        // little later rather than spin on a listener that stays readable.
+        // Out of file descriptors (or another accept error): try again a little later rather
+        // than spin on a listener that stays readable.
         backoff_.expires_after(std::chrono::milliseconds(100));
         backoff_.async_wait([this](boost::system::error_code waited) {
           if (!waited) accept();
