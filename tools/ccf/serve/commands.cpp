@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "serve/cf_commands.hpp"
 #include "serve/snapshot.hpp"
 
 namespace ccf::serve {
@@ -25,372 +26,35 @@ using Args = std::vector<std::string>;
 // ---- shared pieces -----------------------------------------------------------------------
 
 constexpr std::string_view kVersion = "7.4.0";  // what clients are told (HELLO, INFO)
-constexpr std::string_view kWrongType =
-    "WRONGTYPE Operation against a key holding the wrong kind of value";
-constexpr std::string_view kNotFound = "ERR not found";
-
-// Redis's strict integer syntax: optional '-', digits, no '+', no spaces, no leading zeros.
-std::optional<long long> parse_integer(std::string_view text) {
-  if (text.empty() || text.size() > 20) return std::nullopt;
-  const std::size_t digits = text[0] == '-' ? 1 : 0;
-  if (digits == text.size()) return std::nullopt;
-  if (text[digits] == '0' && text.size() > digits + 1) return std::nullopt;
-  if (text == "-0") return std::nullopt;
-  long long value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 bool equals_ignoring_case(std::string_view a, std::string_view b) {
   return lower(a) == lower(b);
 }
 
-void arity_error(ReplyWriter& reply, std::string_view command) {
-  reply.error("ERR wrong number of arguments for '" + lower(command) + "' command");
-}
+// `ccf serve`'s side of the CF.* commands (cf_commands.hpp): the keyspace, through the
+// client's memo. A filter found is held by the memo (Keyspace::Memo) until the client's next
+// look-up: one per command.
+struct ServeKeys {
+  Keyspace& keyspace;
+  ClientState& client;
 
-// What a key holds, for commands that need a filter.
-enum class Held { kNothing, kFilter, kOther };
-// The filter is held by the client's memo (Keyspace::Memo) until its next look_up: one per
-// command.
-struct Lookup {
-  Held held;
-  CfFilter* filter;
+  Lookup look_up(std::string_view key) {
+    const Value* value = keyspace.find(key, client.memo);
+    if (value == nullptr) return {Held::kNothing, nullptr};
+    if (const auto* filter = std::get_if<std::shared_ptr<CfFilter>>(value)) {
+      return {Held::kFilter, filter->get()};
+    }
+    return {Held::kOther, nullptr};
+  }
+
+  template <class Make>
+  Held create(std::string_view key, Make make) {
+    const auto [value, created] =
+        keyspace.find_or_create(key, [&] { return Value(std::shared_ptr<CfFilter>(make())); });
+    if (created) return Held::kNothing;
+    return std::holds_alternative<std::shared_ptr<CfFilter>>(value) ? Held::kFilter : Held::kOther;
+  }
 };
-Lookup look_up(const Keyspace& keyspace, ClientState& client, std::string_view key) {
-  const Value* value = keyspace.find(key, client.memo);
-  if (value == nullptr) return {Held::kNothing, nullptr};
-  if (const auto* filter = std::get_if<std::shared_ptr<CfFilter>>(value)) {
-    return {Held::kFilter, filter->get()};
-  }
-  return {Held::kOther, nullptr};
-}
-
-// ---- filter parameters ---------------------------------------------------------------------
-
-constexpr long long kMaxCapacity = 1073741824;
-constexpr long long kDefaultCapacity = 1024;
-constexpr unsigned kDefaultBucketSize = 2;
-constexpr unsigned kDefaultMaxIterations = 20;
-constexpr unsigned kDefaultExpansion = 1;
-constexpr std::string_view kBucketSizeRefused =
-    "BUCKETSIZE: ccf supports 1, 2 or 4 slots per bucket (3 is rounded up to 4)";
-
-// Buckets of the first sub-filter: the smallest power of two >= capacity / bucket size.
-CfParams sized(long long capacity, unsigned bucket_size, unsigned max_iterations,
-               unsigned expansion) {
-  CfParams params;
-  params.bucket_size = bucket_size == 3 ? 4 : bucket_size;
-  params.buckets =
-      std::bit_ceil(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(capacity) / bucket_size));
-  params.max_iterations = max_iterations;
-  params.expansion = expansion == 0 ? 0 : std::bit_ceil(expansion);
-  return params;
-}
-
-// The key's filter, created if the key does not exist, held by the client's memo like a
-// look_up's. nullptr after replying with an error.
-CfFilter* filter_for_write(ServerState& server, ClientState& client, ReplyWriter& reply,
-                           std::string_view key, const CfParams& params) {
-  try {
-    // Another client may drop the key between the creation and the look-up: then again.
-    for (;;) {
-      const Lookup found = look_up(server.keyspace, client, key);
-      if (found.held == Held::kFilter) return found.filter;
-      if (found.held == Held::kOther) break;
-      server.keyspace.find_or_create(key,
-                                     [&] { return Value(std::make_shared<CfFilter>(params)); });
-    }
-    reply.error(kWrongType);
-  } catch (const std::bad_alloc&) {
-    reply.error("ERR Insufficient memory to create filter");
-  }
-  return nullptr;
-}
-
-// ---- CF.* ---------------------------------------------------------------------------------
-
-void cf_reserve(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
-  if (args.size() < 3 || args.size() % 2 == 0) return arity_error(reply, args[0]);
-  const std::optional<long long> capacity = parse_integer(args[2]);
-  if (!capacity) return reply.error("Bad capacity");
-  // Each keyword's first occurrence wins; unknown pairs are ignored.
-  std::optional<std::string_view> bucket_size_text, iterations_text, expansion_text;
-  for (std::size_t i = 3; i + 1 < args.size(); i += 2) {
-    const std::string keyword = lower(args[i]);
-    auto* slot = keyword == "bucketsize"      ? &bucket_size_text
-                 : keyword == "maxiterations" ? &iterations_text
-                 : keyword == "expansion"     ? &expansion_text
-                                              : nullptr;
-    if (slot != nullptr && !*slot) *slot = args[i + 1];
-  }
-  // Checked in RedisBloom's order: iterations, bucket size, expansion, capacity.
-  long long iterations = kDefaultMaxIterations, bucket_size = kDefaultBucketSize,
-            expansion = kDefaultExpansion;
-  const auto option = [&](const std::optional<std::string_view>& text, long long& value,
-                          std::string_view name, long long low, long long high) {
-    if (!text) return true;
-    const std::optional<long long> parsed = parse_integer(*text);
-    if (!parsed) {
-      reply.error("Couldn't parse " + std::string(name));
-      return false;
-    }
-    if (*parsed < low || *parsed > high) {
-      reply.error(std::string(name) + ": value must be in the range [" + std::to_string(low) +
-                  ", " + std::to_string(high) + "]");
-      return false;
-    }
-    value = *parsed;
-    return true;
-  };
-  if (!option(iterations_text, iterations, "MAXITERATIONS", 1, 65535) ||
-      !option(bucket_size_text, bucket_size, "BUCKETSIZE", 1, 255) ||
-      !option(expansion_text, expansion, "EXPANSION", 0, 32768)) {
-    return;
-  }
-  if (*capacity < 2 * bucket_size || *capacity > kMaxCapacity) {
-    return reply.error("Capacity must be in the range [2 * BUCKETSIZE, 1073741824]");
-  }
-  if (bucket_size > 4) return reply.error(kBucketSizeRefused);
-  const CfParams params =
-      sized(*capacity, static_cast<unsigned>(bucket_size), static_cast<unsigned>(iterations),
-            static_cast<unsigned>(expansion));
-  try {
-    bool created = false;
-    const auto [value, made] = server.keyspace.find_or_create(
-        args[1], [&] { return Value(std::make_shared<CfFilter>(params)); });
-    created = made;
-    if (created) return reply.simple("OK");
-    if (std::holds_alternative<std::shared_ptr<CfFilter>>(value)) {
-      return reply.error("ERR item exists");
-    }
-    reply.error(kWrongType);
-  } catch (const std::bad_alloc&) {
-    reply.error("ERR Insufficient memory to create filter");
-  }
-}
-
-const CfParams& default_params() {
-  static const CfParams params =
-      sized(kDefaultCapacity, kDefaultBucketSize, kDefaultMaxIterations, kDefaultExpansion);
-  return params;
-}
-
-void cf_add(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply,
-            bool only_if_absent) {
-  if (args.size() != 3) return arity_error(reply, args[0]);
-  CfFilter* const filter = filter_for_write(server, client, reply, args[1], default_params());
-  if (filter == nullptr) return;
-  if (filter->at_max_filters()) return reply.error("Maximum expansions reached");
-  switch (filter->add(args[2], only_if_absent)) {
-    case AddResult::kAdded:
-      return reply.boolean(true);
-    case AddResult::kPresent:
-      return reply.boolean(false);
-    case AddResult::kFull:
-      return reply.error("Filter is full");
-    case AddResult::kMaxExpansions:
-      return reply.error("Maximum expansions reached");
-    case AddResult::kNoMemory:
-      return reply.error("ERR Insufficient memory");
-  }
-}
-
-void cf_insert(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply,
-               bool only_if_absent) {
-  if (args.size() < 4) return arity_error(reply, args[0]);
-  long long capacity = kDefaultCapacity;
-  bool no_create = false;
-  std::size_t items = 0;  // index of the first item; 0: no ITEMS yet
-  for (std::size_t i = 2; i < args.size(); ++i) {
-    // RedisBloom tells the options apart by their first letter.
-    const char first = static_cast<char>(std::tolower(static_cast<unsigned char>(args[i][0])));
-    if (args[i].empty()) return reply.error("Unknown argument received");
-    if (first == 'c') {
-      if (i + 1 >= args.size()) return arity_error(reply, args[0]);
-      const std::optional<long long> parsed = parse_integer(args[++i]);
-      if (!parsed) return reply.error("Bad capacity");
-      if (*parsed < 2 * static_cast<long long>(kDefaultBucketSize) || *parsed > kMaxCapacity) {
-        return reply.error("Capacity must be in the range [cf-bucket-size * 2, 1073741824]");
-      }
-      capacity = *parsed;
-    } else if (first == 'n') {
-      no_create = true;
-    } else if (first == 'i') {
-      items = i + 1;
-      break;
-    } else {
-      return reply.error("Unknown argument received");
-    }
-  }
-  if (items == 0 || items >= args.size()) return arity_error(reply, args[0]);
-  CfFilter* filter = nullptr;
-  if (no_create) {
-    const Lookup found = look_up(server.keyspace, client, args[1]);
-    if (found.held == Held::kOther) return reply.error(kWrongType);
-    if (found.held == Held::kNothing) return reply.error(kNotFound);
-    filter = found.filter;
-  } else {
-    filter = filter_for_write(
-        server, client, reply, args[1],
-        sized(capacity, kDefaultBucketSize, kDefaultMaxIterations, kDefaultExpansion));
-    if (filter == nullptr) return;
-  }
-  if (filter->at_max_filters()) return reply.error("Maximum expansions reached");
-  reply.array(args.size() - items);
-  for (std::size_t i = items; i < args.size(); ++i) {
-    const AddResult result = filter->add(args[i], only_if_absent);
-    if (only_if_absent) {  // integers in both protocols
-      reply.integer(result == AddResult::kAdded ? 1 : result == AddResult::kPresent ? 0 : -1);
-    } else if (reply.proto() == 3) {
-      reply.boolean(result == AddResult::kAdded);
-    } else {
-      reply.integer(result == AddResult::kAdded ? 1 : -1);
-    }
-  }
-}
-
-void cf_exists(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
-  if (args.size() != 3) return arity_error(reply, args[0]);
-  const Lookup found = look_up(server.keyspace, client, args[1]);
-  reply.boolean(found.filter && found.filter->contains(args[2]));
-}
-
-void cf_mexists(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
-  if (args.size() < 3) return arity_error(reply, args[0]);
-  const Lookup found = look_up(server.keyspace, client, args[1]);
-  reply.array(args.size() - 2);
-  for (std::size_t i = 2; i < args.size(); ++i) {
-    reply.boolean(found.filter && found.filter->contains(args[i]));
-  }
-}
-
-void cf_count(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
-  if (args.size() != 3) return arity_error(reply, args[0]);
-  const Lookup found = look_up(server.keyspace, client, args[1]);
-  reply.integer(found.filter ? static_cast<long long>(found.filter->count(args[2])) : 0);
-}
-
-void cf_del(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
-  if (args.size() != 3) return arity_error(reply, args[0]);
-  const Lookup found = look_up(server.keyspace, client, args[1]);
-  if (!found.filter) return reply.error("Not found");
-  reply.boolean(found.filter->erase(args[2]));
-}
-
-void cf_info(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
-  if (args.size() != 2) return arity_error(reply, args[0]);
-  const Lookup found = look_up(server.keyspace, client, args[1]);
-  if (found.held == Held::kNothing) return reply.error(kNotFound);
-  if (found.held == Held::kOther) return reply.error(kWrongType);
-  const CfFilter::Info info = found.filter->info();
-  const std::pair<std::string_view, std::uint64_t> fields[] = {
-      {"Size", info.size_bytes},
-      {"Number of buckets", info.buckets},
-      {"Number of filters", info.filters},
-      {"Number of items inserted", info.items},
-      {"Number of items deleted", info.deletes},
-      {"Bucket size", info.bucket_size},
-      {"Expansion rate", info.expansion},
-      {"Max iterations", info.max_iterations}};
-  reply.map(std::size(fields));
-  for (const auto& [name, value] : fields) {
-    reply.simple(name);
-    reply.integer(static_cast<long long>(value));
-  }
-}
-
-// CF.SCANDUMP's chunks never cross a blob boundary and hold at most this many bytes.
-constexpr std::uint64_t kMaxChunkBytes = 16u << 20;
-
-void cf_scandump(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
-  if (args.size() != 3) return arity_error(reply, args[0]);
-  const std::optional<long long> iterator = parse_integer(args[2]);
-  if (!iterator || *iterator < 0) return reply.error("Invalid position");
-  const Lookup found = look_up(server.keyspace, client, args[1]);
-  if (found.held == Held::kNothing) return reply.error(kNotFound);
-  if (found.held == Held::kOther) return reply.error(kWrongType);
-  const auto done = [&] {
-    reply.array(2);
-    reply.integer(0);
-    reply.null();
-  };
-  if (found.filter->info().items == 0) return done();  // as RedisBloom: nothing to dump
-  const std::shared_ptr<const CfFilter::Dump> dump = found.filter->dump();
-  if (*iterator == 0) {
-    reply.array(2);
-    reply.integer(1);
-    return reply.bulk(dump->header);
-  }
-  // Iterator i >= 1: the data from byte i - 1 on, within one blob.
-  std::uint64_t offset = static_cast<std::uint64_t>(*iterator) - 1, start = 0;
-  for (const std::string& blob : dump->blobs) {
-    if (offset < start + blob.size()) {
-      const std::uint64_t within = offset - start;
-      const std::uint64_t length = std::min<std::uint64_t>(blob.size() - within, kMaxChunkBytes);
-      reply.array(2);
-      reply.integer(*iterator + static_cast<long long>(length));
-      return reply.bulk(std::string_view(blob).substr(within, length));
-    }
-    start += blob.size();
-  }
-  done();
-}
-
-void cf_loadchunk(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
-  if (args.size() != 4) return arity_error(reply, args[0]);
-  const std::optional<long long> iterator = parse_integer(args[2]);
-  if (!iterator || *iterator == 0) return reply.error("Invalid position");
-  const std::string_view data = args[3];
-  if (*iterator == 1) {
-    const Lookup found = look_up(server.keyspace, client, args[1]);
-    if (found.held == Held::kFilter) return reply.error("ERR item exists");
-    if (found.held == Held::kOther) return reply.error(kWrongType);
-    if (!CfFilter::header_length_fits(data)) return reply.error("Invalid header");
-    const std::optional<CfFilter::DumpHeader> header = CfFilter::parse_header(data);
-    if (!header) return reply.error("Couldn't create filter!");
-    try {
-      std::unique_ptr<CfFilter> made = CfFilter::from_header(*header);
-      if (!made) return reply.error("Couldn't create filter!");
-      std::shared_ptr<CfFilter> filter = std::move(made);
-      const auto [value, created] =
-          server.keyspace.find_or_create(args[1], [&] { return Value(filter); });
-      if (created) return reply.simple("OK");
-      // Another client made the key meanwhile.
-      return reply.error(std::holds_alternative<std::shared_ptr<CfFilter>>(value)
-                             ? std::string_view("ERR item exists")
-                             : kWrongType);
-    } catch (const std::bad_alloc&) {
-      return reply.error("Couldn't create filter!");
-    }
-  }
-  const Lookup found = look_up(server.keyspace, client, args[1]);
-  if (found.held == Held::kNothing) return reply.error(kNotFound);
-  if (found.held == Held::kOther) return reply.error(kWrongType);
-  // The chunk ends at byte iterator - 1 of the data.
-  if (*iterator < 1 || data.empty() || data.size() > static_cast<std::uint64_t>(*iterator) - 1 ||
-      !found.filter->load_chunk(static_cast<std::uint64_t>(*iterator) - 1 - data.size(), data)) {
-    return reply.error("Couldn't load chunk!");
-  }
-  reply.simple("OK");
-}
-
-// Undocumented in RedisBloom, and flagged read-only there although it moves fingerprints.
-void cf_compact(ServerState& server, ClientState& client, const Args& args, ReplyWriter& reply) {
-  if (args.size() != 2) return arity_error(reply, args[0]);
-  const Lookup found = look_up(server.keyspace, client, args[1]);
-  if (!found.filter) return reply.error("Cuckoo filter was not found");
-  found.filter->compact(true);
-  reply.simple("OK");
-}
 
 // ---- generic commands ------------------------------------------------------------------------
 
@@ -720,91 +384,51 @@ using Handler = std::function<void(ServerState&, ClientState&, const Args&, Repl
 
 const std::unordered_map<std::string, Handler>& handlers() {
   static const std::unordered_map<std::string, Handler> table = {
-      {"cf.reserve", cf_reserve},
-      {"cf.add", [](auto& s, auto& c, auto& a, auto& r) { cf_add(s, c, a, r, false); }},
-      {"cf.addnx", [](auto& s, auto& c, auto& a, auto& r) { cf_add(s, c, a, r, true); }},
-      {"cf.insert", [](auto& s, auto& c, auto& a, auto& r) { cf_insert(s, c, a, r, false); }},
-      {"cf.insertnx", [](auto& s, auto& c, auto& a, auto& r) { cf_insert(s, c, a, r, true); }},
-      {"cf.exists", cf_exists},
-      {"cf.mexists", cf_mexists},
-      {"cf.count", cf_count},
-      {"cf.del", cf_del},
-      {"cf.info", cf_info},
-      {"cf.scandump", cf_scandump},
-      {"cf.loadchunk", cf_loadchunk},
-      {"cf.compact", cf_compact},
-      {"ping", ping},
-      {"echo", echo},
-      {"auth", auth},
-      {"client", client_command},
-      {"select", select},
-      {"quit", quit},
-      {"del", del},
-      {"exists", exists},
-      {"type", type},
-      {"keys", keys},
-      {"scan", scan},
-      {"dbsize", dbsize},
-      {"flushall", flushall},
-      {"flushdb", flushall},
-      {"info", info},
-      {"command", command},
-      {"save", save},
-      {"bgsave", bgsave},
-      {"lastsave", lastsave},
-      {"set", set},
+      {"ping", ping},         {"echo", echo},
+      {"auth", auth},         {"client", client_command},
+      {"select", select},     {"quit", quit},
+      {"del", del},           {"exists", exists},
+      {"type", type},         {"keys", keys},
+      {"scan", scan},         {"dbsize", dbsize},
+      {"flushall", flushall}, {"flushdb", flushall},
+      {"info", info},         {"command", command},
+      {"save", save},         {"bgsave", bgsave},
+      {"lastsave", lastsave}, {"set", set},
       {"get", get},
   };
   return table;
 }
 
-// What COMMAND reports of each command: arity (negative: at least), flags, key positions.
-struct CommandFacts {
-  std::string_view name;
-  int arity;
-  std::initializer_list<std::string_view> flags;
-  int first_key, last_key, step;
-};
-constexpr std::string_view kWrite = "write", kReadonly = "readonly", kFast = "fast",
-                           kDenyOom = "deny-oom";
-const std::initializer_list<CommandFacts>& command_facts() {
-  static const std::initializer_list<CommandFacts> facts = {
-      {"cf.reserve", -3, {kWrite, kDenyOom}, 1, 1, 1},
-      {"cf.add", 3, {kWrite, kDenyOom}, 1, 1, 1},
-      {"cf.addnx", 3, {kWrite, kDenyOom}, 1, 1, 1},
-      {"cf.insert", -4, {kWrite, kDenyOom}, 1, 1, 1},
-      {"cf.insertnx", -4, {kWrite, kDenyOom}, 1, 1, 1},
-      {"cf.exists", 3, {kReadonly, kFast}, 1, 1, 1},
-      {"cf.mexists", -3, {kReadonly, kFast}, 1, 1, 1},
-      {"cf.count", 3, {kReadonly, kFast}, 1, 1, 1},
-      {"cf.del", 3, {kWrite, kFast}, 1, 1, 1},
-      {"cf.info", 2, {kReadonly, kFast}, 1, 1, 1},
-      {"cf.scandump", 3, {kReadonly, kFast}, 1, 1, 1},
-      {"cf.loadchunk", 4, {kWrite, kDenyOom}, 1, 1, 1},
-      {"cf.compact", -1, {kReadonly, kFast}, 1, 1, 1},
-      {"ping", -1, {kFast}, 0, 0, 0},
-      {"echo", 2, {kFast}, 0, 0, 0},
-      {"auth", -2, {kFast}, 0, 0, 0},
-      {"hello", -1, {kFast}, 0, 0, 0},
-      {"client", -2, {}, 0, 0, 0},
-      {"select", 2, {kFast}, 0, 0, 0},
-      {"quit", -1, {kFast}, 0, 0, 0},
-      {"del", -2, {kWrite}, 1, -1, 1},
-      {"exists", -2, {kReadonly, kFast}, 1, -1, 1},
-      {"type", 2, {kReadonly, kFast}, 1, 1, 1},
-      {"keys", 2, {kReadonly}, 0, 0, 0},
-      {"scan", -2, {kReadonly}, 0, 0, 0},
-      {"dbsize", 1, {kReadonly, kFast}, 0, 0, 0},
-      {"flushall", -1, {kWrite}, 0, 0, 0},
-      {"flushdb", -1, {kWrite}, 0, 0, 0},
-      {"info", -1, {}, 0, 0, 0},
-      {"command", -1, {}, 0, 0, 0},
-      {"save", 1, {}, 0, 0, 0},
-      {"bgsave", -1, {}, 0, 0, 0},
-      {"lastsave", 1, {kFast}, 0, 0, 0},
-      {"set", -3, {kWrite, kDenyOom}, 1, 1, 1},
-      {"get", 2, {kReadonly, kFast}, 1, 1, 1},
-  };
+// COMMAND's facts of every command: the CF.* commands' (cf_commands.hpp), then these.
+const std::vector<CommandFacts>& command_facts() {
+  static const std::vector<CommandFacts> facts = [] {
+    std::vector<CommandFacts> all(kCfCommands.begin(), kCfCommands.end());
+    all.insert(all.end(), {
+                              {"ping", -1, "fast", 0, 0, 0},
+                              {"echo", 2, "fast", 0, 0, 0},
+                              {"auth", -2, "fast", 0, 0, 0},
+                              {"hello", -1, "fast", 0, 0, 0},
+                              {"client", -2, "", 0, 0, 0},
+                              {"select", 2, "fast", 0, 0, 0},
+                              {"quit", -1, "fast", 0, 0, 0},
+                              {"del", -2, "write", 1, -1, 1},
+                              {"exists", -2, "readonly fast", 1, -1, 1},
+                              {"type", 2, "readonly fast", 1, 1, 1},
+                              {"keys", 2, "readonly", 0, 0, 0},
+                              {"scan", -2, "readonly", 0, 0, 0},
+                              {"dbsize", 1, "readonly fast", 0, 0, 0},
+                              {"flushall", -1, "write", 0, 0, 0},
+                              {"flushdb", -1, "write", 0, 0, 0},
+                              {"info", -1, "", 0, 0, 0},
+                              {"command", -1, "", 0, 0, 0},
+                              {"save", 1, "", 0, 0, 0},
+                              {"bgsave", -1, "", 0, 0, 0},
+                              {"lastsave", 1, "fast", 0, 0, 0},
+                              {"set", -3, "write deny-oom", 1, 1, 1},
+                              {"get", 2, "readonly fast", 1, 1, 1},
+                          });
+    return all;
+  }();
   return facts;
 }
 
@@ -812,7 +436,7 @@ bool writes(std::string_view name) {
   static const std::unordered_set<std::string_view> write_commands = [] {
     std::unordered_set<std::string_view> names;
     for (const CommandFacts& f : command_facts()) {
-      if (std::find(f.flags.begin(), f.flags.end(), kWrite) != f.flags.end()) names.insert(f.name);
+      if (has_flag(f, "write")) names.insert(f.name);
     }
     return names;
   }();
@@ -823,8 +447,9 @@ void describe(const CommandFacts& facts, ReplyWriter& reply) {
   reply.array(6);
   reply.bulk(facts.name);
   reply.integer(facts.arity);
-  reply.array(facts.flags.size());
-  for (const std::string_view flag : facts.flags) reply.simple(flag);
+  const std::vector<std::string_view> flags = flag_words(facts);
+  reply.array(flags.size());
+  for (const std::string_view flag : flags) reply.simple(flag);
   reply.integer(facts.first_key);
   reply.integer(facts.last_key);
   reply.integer(facts.step);
@@ -879,12 +504,18 @@ void execute(ServerState& server, ClientState& client, const std::vector<std::st
   if (!server.password.empty() && !client.authenticated && name != "auth" && name != "quit") {
     return reply.error("NOAUTH Authentication required.");
   }
+  const std::optional<CfCommand> cf_command = find_cf_command(name);
   const auto& table = handlers();
-  const auto it = table.find(name);
-  if (it == table.end()) return unknown_command(args, reply);
+  const auto it = cf_command ? table.end() : table.find(name);
+  if (!cf_command && it == table.end()) return unknown_command(args, reply);
   const std::size_t reply_start = out.size();
   try {
-    it->second(server, client, args, reply);
+    if (cf_command) {
+      ServeKeys keys{server.keyspace, client};
+      run(*cf_command, keys, args, reply);
+    } else {
+      it->second(server, client, args, reply);
+    }
   } catch (const std::exception& error) {
     // Out of memory in a dump, a failed stream, ...: this command fails, the server goes on.
     out.resize(reply_start);

@@ -1,0 +1,497 @@
+// The CF.* commands of the contract (docs/server.md), written once for both front ends: `ccf
+// serve` (commands.cpp) and the Redis module (tools/redis_module/). Each command is a function
+// template over what a front end supplies:
+//
+//   Keys    Lookup look_up(std::string_view key)   what the key holds; a filter found stays
+//                                                   valid until the command returns
+//           Held create(std::string_view key, Make make)   stores make()'s filter (a
+//                                                   std::unique_ptr<CfFilter>; it may throw
+//                                                   std::bad_alloc) unless the key exists;
+//                                                   returns what the key held: kNothing means
+//                                                   the filter was stored
+//   Args    a random-access range of the command's words, each convertible to string_view
+//   Reply   ReplyWriter's calls (resp.hpp): simple, error, integer, boolean, bulk, null,
+//           array, map, proto
+//
+// run() dispatches one command by its facts (kCfCommands), which also give what COMMAND
+// reports and the flags a Redis module registers.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cctype>
+#include <charconv>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "serve/cf_filter.hpp"
+
+namespace ccf::serve {
+
+// ---- text ----------------------------------------------------------------------------------
+
+inline constexpr std::string_view kWrongType =
+    "WRONGTYPE Operation against a key holding the wrong kind of value";
+inline constexpr std::string_view kNotFound = "ERR not found";
+
+// Redis's strict integer syntax: optional '-', digits, no '+', no spaces, no leading zeros.
+inline std::optional<long long> parse_integer(std::string_view text) {
+  if (text.empty() || text.size() > 20) return std::nullopt;
+  const std::size_t digits = text[0] == '-' ? 1 : 0;
+  if (digits == text.size()) return std::nullopt;
+  if (text[digits] == '0' && text.size() > digits + 1) return std::nullopt;
+  if (text == "-0") return std::nullopt;
+  long long value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+inline std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+template <class Reply>
+void arity_error(Reply& reply, std::string_view command) {
+  reply.error("ERR wrong number of arguments for '" + lower(command) + "' command");
+}
+
+// What a key holds, for commands that need a filter.
+enum class Held { kNothing, kFilter, kOther };
+struct Lookup {
+  Held held;
+  CfFilter* filter;  // when held == kFilter
+};
+
+// ---- filter parameters ---------------------------------------------------------------------
+
+inline constexpr long long kMaxCapacity = 1073741824;
+inline constexpr long long kDefaultCapacity = 1024;
+inline constexpr unsigned kDefaultBucketSize = 2;
+inline constexpr unsigned kDefaultMaxIterations = 20;
+inline constexpr unsigned kDefaultExpansion = 1;
+inline constexpr std::string_view kBucketSizeRefused =
+    "BUCKETSIZE: ccf supports 1, 2 or 4 slots per bucket (3 is rounded up to 4)";
+
+// Buckets of the first sub-filter: the smallest power of two >= capacity / bucket size.
+inline CfParams sized(long long capacity, unsigned bucket_size, unsigned max_iterations,
+                      unsigned expansion) {
+  CfParams params;
+  params.bucket_size = bucket_size == 3 ? 4 : bucket_size;
+  params.buckets =
+      std::bit_ceil(std::max<std::uint64_t>(1, static_cast<std::uint64_t>(capacity) / bucket_size));
+  params.max_iterations = max_iterations;
+  params.expansion = expansion == 0 ? 0 : std::bit_ceil(expansion);
+  return params;
+}
+
+// The key's filter, created with `params` if the key does not exist. nullptr after replying
+// with an error.
+template <class Keys, class Reply>
+CfFilter* filter_for_write(Keys& keys, Reply& reply, std::string_view key, const CfParams& params) {
+  try {
+    // Another client may drop the key between the creation and the look-up: then again.
+    for (;;) {
+      const Lookup found = keys.look_up(key);
+      if (found.held == Held::kFilter) return found.filter;
+      if (found.held == Held::kOther) break;
+      keys.create(key, [&] { return std::make_unique<CfFilter>(params); });
+    }
+    reply.error(kWrongType);
+  } catch (const std::bad_alloc&) {
+    reply.error("ERR Insufficient memory to create filter");
+  }
+  return nullptr;
+}
+
+// ---- CF.* ---------------------------------------------------------------------------------
+
+template <class Keys, class Args, class Reply>
+void cf_reserve(Keys& keys, const Args& args, Reply& reply) {
+  if (args.size() < 3 || args.size() % 2 == 0) return arity_error(reply, args[0]);
+  const std::optional<long long> capacity = parse_integer(args[2]);
+  if (!capacity) return reply.error("Bad capacity");
+  // Each keyword's first occurrence wins; unknown pairs are ignored.
+  std::optional<std::string_view> bucket_size_text, iterations_text, expansion_text;
+  for (std::size_t i = 3; i + 1 < args.size(); i += 2) {
+    const std::string keyword = lower(args[i]);
+    auto* slot = keyword == "bucketsize"      ? &bucket_size_text
+                 : keyword == "maxiterations" ? &iterations_text
+                 : keyword == "expansion"     ? &expansion_text
+                                              : nullptr;
+    if (slot != nullptr && !*slot) *slot = args[i + 1];
+  }
+  // Checked in RedisBloom's order: iterations, bucket size, expansion, capacity.
+  long long iterations = kDefaultMaxIterations, bucket_size = kDefaultBucketSize,
+            expansion = kDefaultExpansion;
+  const auto option = [&](const std::optional<std::string_view>& text, long long& value,
+                          std::string_view name, long long low, long long high) {
+    if (!text) return true;
+    const std::optional<long long> parsed = parse_integer(*text);
+    if (!parsed) {
+      reply.error("Couldn't parse " + std::string(name));
+      return false;
+    }
+    if (*parsed < low || *parsed > high) {
+      reply.error(std::string(name) + ": value must be in the range [" + std::to_string(low) +
+                  ", " + std::to_string(high) + "]");
+      return false;
+    }
+    value = *parsed;
+    return true;
+  };
+  if (!option(iterations_text, iterations, "MAXITERATIONS", 1, 65535) ||
+      !option(bucket_size_text, bucket_size, "BUCKETSIZE", 1, 255) ||
+      !option(expansion_text, expansion, "EXPANSION", 0, 32768)) {
+    return;
+  }
+  if (*capacity < 2 * bucket_size || *capacity > kMaxCapacity) {
+    return reply.error("Capacity must be in the range [2 * BUCKETSIZE, 1073741824]");
+  }
+  if (bucket_size > 4) return reply.error(kBucketSizeRefused);
+  const CfParams params =
+      sized(*capacity, static_cast<unsigned>(bucket_size), static_cast<unsigned>(iterations),
+            static_cast<unsigned>(expansion));
+  try {
+    const Held held = keys.create(args[1], [&] { return std::make_unique<CfFilter>(params); });
+    if (held == Held::kNothing) return reply.simple("OK");
+    reply.error(held == Held::kFilter ? std::string_view("ERR item exists") : kWrongType);
+  } catch (const std::bad_alloc&) {
+    reply.error("ERR Insufficient memory to create filter");
+  }
+}
+
+inline const CfParams& default_params() {
+  static const CfParams params =
+      sized(kDefaultCapacity, kDefaultBucketSize, kDefaultMaxIterations, kDefaultExpansion);
+  return params;
+}
+
+template <class Keys, class Args, class Reply>
+void cf_add(Keys& keys, const Args& args, Reply& reply, bool only_if_absent) {
+  if (args.size() != 3) return arity_error(reply, args[0]);
+  CfFilter* const filter = filter_for_write(keys, reply, args[1], default_params());
+  if (filter == nullptr) return;
+  if (filter->at_max_filters()) return reply.error("Maximum expansions reached");
+  switch (filter->add(args[2], only_if_absent)) {
+    case AddResult::kAdded:
+      return reply.boolean(true);
+    case AddResult::kPresent:
+      return reply.boolean(false);
+    case AddResult::kFull:
+      return reply.error("Filter is full");
+    case AddResult::kMaxExpansions:
+      return reply.error("Maximum expansions reached");
+    case AddResult::kNoMemory:
+      return reply.error("ERR Insufficient memory");
+  }
+}
+
+template <class Keys, class Args, class Reply>
+void cf_insert(Keys& keys, const Args& args, Reply& reply, bool only_if_absent) {
+  if (args.size() < 4) return arity_error(reply, args[0]);
+  long long capacity = kDefaultCapacity;
+  bool no_create = false;
+  std::size_t items = 0;  // index of the first item; 0: no ITEMS yet
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    // RedisBloom tells the options apart by their first letter.
+    const char first = static_cast<char>(std::tolower(static_cast<unsigned char>(args[i][0])));
+    if (args[i].empty()) return reply.error("Unknown argument received");
+    if (first == 'c') {
+      if (i + 1 >= args.size()) return arity_error(reply, args[0]);
+      const std::optional<long long> parsed = parse_integer(args[++i]);
+      if (!parsed) return reply.error("Bad capacity");
+      if (*parsed < 2 * static_cast<long long>(kDefaultBucketSize) || *parsed > kMaxCapacity) {
+        return reply.error("Capacity must be in the range [cf-bucket-size * 2, 1073741824]");
+      }
+      capacity = *parsed;
+    } else if (first == 'n') {
+      no_create = true;
+    } else if (first == 'i') {
+      items = i + 1;
+      break;
+    } else {
+      return reply.error("Unknown argument received");
+    }
+  }
+  if (items == 0 || items >= args.size()) return arity_error(reply, args[0]);
+  CfFilter* filter = nullptr;
+  if (no_create) {
+    const Lookup found = keys.look_up(args[1]);
+    if (found.held == Held::kOther) return reply.error(kWrongType);
+    if (found.held == Held::kNothing) return reply.error(kNotFound);
+    filter = found.filter;
+  } else {
+    filter = filter_for_write(
+        keys, reply, args[1],
+        sized(capacity, kDefaultBucketSize, kDefaultMaxIterations, kDefaultExpansion));
+    if (filter == nullptr) return;
+  }
+  if (filter->at_max_filters()) return reply.error("Maximum expansions reached");
+  reply.array(args.size() - items);
+  for (std::size_t i = items; i < args.size(); ++i) {
+    const AddResult result = filter->add(args[i], only_if_absent);
+    if (only_if_absent) {  // integers in both protocols
+      reply.integer(result == AddResult::kAdded ? 1 : result == AddResult::kPresent ? 0 : -1);
+    } else if (reply.proto() == 3) {
+      reply.boolean(result == AddResult::kAdded);
+    } else {
+      reply.integer(result == AddResult::kAdded ? 1 : -1);
+    }
+  }
+}
+
+template <class Keys, class Args, class Reply>
+void cf_exists(Keys& keys, const Args& args, Reply& reply) {
+  if (args.size() != 3) return arity_error(reply, args[0]);
+  const Lookup found = keys.look_up(args[1]);
+  reply.boolean(found.filter && found.filter->contains(args[2]));
+}
+
+template <class Keys, class Args, class Reply>
+void cf_mexists(Keys& keys, const Args& args, Reply& reply) {
+  if (args.size() < 3) return arity_error(reply, args[0]);
+  const Lookup found = keys.look_up(args[1]);
+  reply.array(args.size() - 2);
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    reply.boolean(found.filter && found.filter->contains(args[i]));
+  }
+}
+
+template <class Keys, class Args, class Reply>
+void cf_count(Keys& keys, const Args& args, Reply& reply) {
+  if (args.size() != 3) return arity_error(reply, args[0]);
+  const Lookup found = keys.look_up(args[1]);
+  reply.integer(found.filter ? static_cast<long long>(found.filter->count(args[2])) : 0);
+}
+
+template <class Keys, class Args, class Reply>
+void cf_del(Keys& keys, const Args& args, Reply& reply) {
+  if (args.size() != 3) return arity_error(reply, args[0]);
+  const Lookup found = keys.look_up(args[1]);
+  if (!found.filter) return reply.error("Not found");
+  reply.boolean(found.filter->erase(args[2]));
+}
+
+template <class Keys, class Args, class Reply>
+void cf_info(Keys& keys, const Args& args, Reply& reply) {
+  if (args.size() != 2) return arity_error(reply, args[0]);
+  const Lookup found = keys.look_up(args[1]);
+  if (found.held == Held::kNothing) return reply.error(kNotFound);
+  if (found.held == Held::kOther) return reply.error(kWrongType);
+  const CfFilter::Info info = found.filter->info();
+  const std::pair<std::string_view, std::uint64_t> fields[] = {
+      {"Size", info.size_bytes},
+      {"Number of buckets", info.buckets},
+      {"Number of filters", info.filters},
+      {"Number of items inserted", info.items},
+      {"Number of items deleted", info.deletes},
+      {"Bucket size", info.bucket_size},
+      {"Expansion rate", info.expansion},
+      {"Max iterations", info.max_iterations}};
+  reply.map(std::size(fields));
+  for (const auto& [name, value] : fields) {
+    reply.simple(name);
+    reply.integer(static_cast<long long>(value));
+  }
+}
+
+// CF.SCANDUMP's chunks never cross a blob boundary and hold at most this many bytes.
+inline constexpr std::uint64_t kMaxChunkBytes = 16u << 20;
+
+template <class Keys, class Args, class Reply>
+void cf_scandump(Keys& keys, const Args& args, Reply& reply) {
+  if (args.size() != 3) return arity_error(reply, args[0]);
+  const std::optional<long long> iterator = parse_integer(args[2]);
+  if (!iterator || *iterator < 0) return reply.error("Invalid position");
+  const Lookup found = keys.look_up(args[1]);
+  if (found.held == Held::kNothing) return reply.error(kNotFound);
+  if (found.held == Held::kOther) return reply.error(kWrongType);
+  const auto done = [&] {
+    reply.array(2);
+    reply.integer(0);
+    reply.null();
+  };
+  if (found.filter->info().items == 0) return done();  // as RedisBloom: nothing to dump
+  const std::shared_ptr<const CfFilter::Dump> dump = found.filter->dump();
+  if (*iterator == 0) {
+    reply.array(2);
+    reply.integer(1);
+    return reply.bulk(dump->header);
+  }
+  // Iterator i >= 1: the data from byte i - 1 on, within one blob.
+  std::uint64_t offset = static_cast<std::uint64_t>(*iterator) - 1, start = 0;
+  for (const std::string& blob : dump->blobs) {
+    if (offset < start + blob.size()) {
+      const std::uint64_t within = offset - start;
+      const std::uint64_t length = std::min<std::uint64_t>(blob.size() - within, kMaxChunkBytes);
+      reply.array(2);
+      reply.integer(*iterator + static_cast<long long>(length));
+      return reply.bulk(std::string_view(blob).substr(within, length));
+    }
+    start += blob.size();
+  }
+  done();
+}
+
+template <class Keys, class Args, class Reply>
+void cf_loadchunk(Keys& keys, const Args& args, Reply& reply) {
+  if (args.size() != 4) return arity_error(reply, args[0]);
+  const std::optional<long long> iterator = parse_integer(args[2]);
+  if (!iterator || *iterator == 0) return reply.error("Invalid position");
+  const std::string_view data = args[3];
+  if (*iterator == 1) {
+    const Lookup found = keys.look_up(args[1]);
+    if (found.held == Held::kFilter) return reply.error("ERR item exists");
+    if (found.held == Held::kOther) return reply.error(kWrongType);
+    if (!CfFilter::header_length_fits(data)) return reply.error("Invalid header");
+    const std::optional<CfFilter::DumpHeader> header = CfFilter::parse_header(data);
+    if (!header) return reply.error("Couldn't create filter!");
+    try {
+      std::unique_ptr<CfFilter> made = CfFilter::from_header(*header);
+      if (!made) return reply.error("Couldn't create filter!");
+      const Held held = keys.create(args[1], [&] { return std::move(made); });
+      if (held == Held::kNothing) return reply.simple("OK");
+      // Another client made the key meanwhile.
+      return reply.error(held == Held::kFilter ? std::string_view("ERR item exists") : kWrongType);
+    } catch (const std::bad_alloc&) {
+      return reply.error("Couldn't create filter!");
+    }
+  }
+  const Lookup found = keys.look_up(args[1]);
+  if (found.held == Held::kNothing) return reply.error(kNotFound);
+  if (found.held == Held::kOther) return reply.error(kWrongType);
+  // The chunk ends at byte iterator - 1 of the data.
+  if (*iterator < 1 || data.empty() || data.size() > static_cast<std::uint64_t>(*iterator) - 1 ||
+      !found.filter->load_chunk(static_cast<std::uint64_t>(*iterator) - 1 - data.size(), data)) {
+    return reply.error("Couldn't load chunk!");
+  }
+  reply.simple("OK");
+}
+
+// Undocumented in RedisBloom, and flagged read-only there although it moves fingerprints.
+template <class Keys, class Args, class Reply>
+void cf_compact(Keys& keys, const Args& args, Reply& reply) {
+  if (args.size() != 2) return arity_error(reply, args[0]);
+  const Lookup found = keys.look_up(args[1]);
+  if (!found.filter) return reply.error("Cuckoo filter was not found");
+  found.filter->compact(true);
+  reply.simple("OK");
+}
+
+// ---- the command table ---------------------------------------------------------------------
+
+// What COMMAND reports of a command and what a Redis module registers: arity (negative: at
+// least that many words), flags in Redis's spelling (space-separated), key positions.
+struct CommandFacts {
+  std::string_view name;
+  int arity;
+  std::string_view flags;
+  int first_key, last_key, step;
+};
+
+enum class CfCommand : std::uint8_t {
+  kReserve,
+  kAdd,
+  kAddNx,
+  kInsert,
+  kInsertNx,
+  kExists,
+  kMExists,
+  kCount,
+  kDel,
+  kInfo,
+  kScanDump,
+  kLoadChunk,
+  kCompact,
+};
+
+// In CfCommand's order. CF.COMPACT moves fingerprints, so it is a write here (RedisBloom flags
+// it read-only): a replica then gets the same layout from its master.
+inline constexpr std::array<CommandFacts, 13> kCfCommands = {{
+    {"cf.reserve", -3, "write deny-oom", 1, 1, 1},
+    {"cf.add", 3, "write deny-oom", 1, 1, 1},
+    {"cf.addnx", 3, "write deny-oom", 1, 1, 1},
+    {"cf.insert", -4, "write deny-oom", 1, 1, 1},
+    {"cf.insertnx", -4, "write deny-oom", 1, 1, 1},
+    {"cf.exists", 3, "readonly fast", 1, 1, 1},
+    {"cf.mexists", -3, "readonly fast", 1, 1, 1},
+    {"cf.count", 3, "readonly fast", 1, 1, 1},
+    {"cf.del", 3, "write fast", 1, 1, 1},
+    {"cf.info", 2, "readonly fast", 1, 1, 1},
+    {"cf.scandump", 3, "readonly fast", 1, 1, 1},
+    {"cf.loadchunk", 4, "write deny-oom", 1, 1, 1},
+    {"cf.compact", -1, "write", 1, 1, 1},
+}};
+
+inline std::vector<std::string_view> flag_words(const CommandFacts& facts) {
+  std::vector<std::string_view> words;
+  for (std::string_view rest = facts.flags; !rest.empty();) {
+    const std::size_t space = std::min(rest.find(' '), rest.size());
+    words.push_back(rest.substr(0, space));
+    rest.remove_prefix(std::min(space + 1, rest.size()));
+  }
+  return words;
+}
+
+inline bool has_flag(const CommandFacts& facts, std::string_view flag) {
+  const std::vector<std::string_view> words = flag_words(facts);
+  return std::find(words.begin(), words.end(), flag) != words.end();
+}
+
+// The CF.* command of that lower-case name.
+inline std::optional<CfCommand> find_cf_command(std::string_view name) {
+  for (std::size_t i = 0; i < kCfCommands.size(); ++i) {
+    if (kCfCommands[i].name == name) return static_cast<CfCommand>(i);
+  }
+  return std::nullopt;
+}
+
+inline const CommandFacts& facts_of(CfCommand command) {
+  return kCfCommands[static_cast<std::size_t>(command)];
+}
+
+template <class Keys, class Args, class Reply>
+void run(CfCommand command, Keys& keys, const Args& args, Reply& reply) {
+  switch (command) {
+    case CfCommand::kReserve:
+      return cf_reserve(keys, args, reply);
+    case CfCommand::kAdd:
+      return cf_add(keys, args, reply, false);
+    case CfCommand::kAddNx:
+      return cf_add(keys, args, reply, true);
+    case CfCommand::kInsert:
+      return cf_insert(keys, args, reply, false);
+    case CfCommand::kInsertNx:
+      return cf_insert(keys, args, reply, true);
+    case CfCommand::kExists:
+      return cf_exists(keys, args, reply);
+    case CfCommand::kMExists:
+      return cf_mexists(keys, args, reply);
+    case CfCommand::kCount:
+      return cf_count(keys, args, reply);
+    case CfCommand::kDel:
+      return cf_del(keys, args, reply);
+    case CfCommand::kInfo:
+      return cf_info(keys, args, reply);
+    case CfCommand::kScanDump:
+      return cf_scandump(keys, args, reply);
+    case CfCommand::kLoadChunk:
+      return cf_loadchunk(keys, args, reply);
+    case CfCommand::kCompact:
+      return cf_compact(keys, args, reply);
+  }
+}
+
+}  // namespace ccf::serve
