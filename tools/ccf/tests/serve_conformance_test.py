@@ -8,6 +8,11 @@ concurrency test, a growth-and-delete test, protocol robustness, and smoke tests
 redis-py and redis-cli.
 
 Usage: /usr/bin/python3 serve_conformance_test.py PATH/TO/ccf [unittest options]
+       /usr/bin/python3 serve_conformance_test.py --redis-module PATH/TO/ccf-redis.so [...]
+
+With --redis-module the CF.* cases (MODULE_CASES) run against Debian's redis-server with the
+module loaded, on a free loopback port: the same contract through the other front end. Redis
+answers the generic commands itself, and the module's type is named ccfCuckoo.
 
 Each test class starts its own server (`ccf serve --bind 127.0.0.1 --port 0 --threads 2`),
 reads its `listening 127.0.0.1:PORT` line, and stops it (SIGTERM, then SIGKILL after 5 s)
@@ -32,6 +37,8 @@ import time
 import unittest
 
 BINARY = os.environ.get("CCF_BINARY", "")  # set from argv[1] in __main__
+MODULE = ""  # --redis-module: test ccf-redis.so inside redis-server instead
+TYPE_NAME = "MBbloomCF"  # what TYPE answers for a filter ("ccfCuckoo" in the module)
 
 STARTUP_TIMEOUT_S = 10
 STOP_TIMEOUT_S = 5
@@ -413,6 +420,8 @@ class Server:
         self.port = None
 
     def start(self):
+        if MODULE:
+            return self._start_redis()
         if not BINARY:
             raise RuntimeError("no ccf binary given (argv[1] or CCF_BINARY)")
         # The child writes its own descriptors; we read through separate ones, so no file
@@ -453,6 +462,35 @@ class Server:
             raise RuntimeError(f"first stdout line is {line!r}, want 'listening 127.0.0.1:PORT'")
         self.port = int(m.group(1))
         return self
+
+    def _start_redis(self):
+        """redis-server with the module, on a loopback port that was free a moment ago."""
+        self.tmpdir = tempfile.TemporaryDirectory(prefix="ccf-redis-")
+        self.err_path = os.path.join(self.tmpdir.name, "redis.log")
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        args = ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+                "--appendonly", "no", "--dir", self.tmpdir.name, "--logfile", self.err_path,
+                "--loadmodule", MODULE]
+        if self.password is not None:
+            args += ["--requirepass", self.password]
+        self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        _running_servers.add(self)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
+                    conn.sendall(b"PING\r\n")
+                    if conn.recv(64).startswith((b"+PONG", b"-NOAUTH")):
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        message = f"redis-server with {MODULE} did not answer; log: {self.stderr_tail()}"
+        self.cleanup()
+        raise RuntimeError(message)
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
@@ -797,7 +835,7 @@ class AddTest(ServerTest):
         """`CF.ADD f a` → 1; `TYPE f` → MBbloomCF; CF.INFO f → buckets 512, filters 1,
         items inserted 1, bucket size 2, expansion 1, max iterations 20."""
         self.assertCmd(self.c, 1, "CF.ADD", "f", "a")
-        self.assertCmd(self.c, Simple("MBbloomCF"), "TYPE", "f")
+        self.assertCmd(self.c, Simple(TYPE_NAME), "TYPE", "f")
         self.assertCmd(self.c, info_reply(512, 1, 1, 0, 2, 1, 20), "CF.INFO", "f")
 
     def test_case_17_add_twice_counts_two(self):
@@ -924,7 +962,7 @@ class AddTest(ServerTest):
             self.assertCmd(self.c, 1, "CF.ADD", key, item)
             self.assertCmd(self.c, 1, "CF.EXISTS", key, item)
         self.assertCmd(self.c, 0, "CF.ADDNX", key, b"")
-        self.assertCmd(self.c, Simple("MBbloomCF"), "TYPE", key)
+        self.assertCmd(self.c, Simple(TYPE_NAME), "TYPE", key)
         self.assertCmd(self.c, 1, "CF.DEL", key, b"")
         self.assertInfo(self.c, key, items=5)
 
@@ -1885,7 +1923,7 @@ class RedisPyTest(ServerTest):
         self.assertEqual((info.bucketNum, info.filterNum, info.insertedNum, info.deletedNum,
                           info.bucketSize, info.expansionRate, info.maxIteration),
                          (256, 1, 4, 1, 4, 1, 30))
-        self.assertEqual(self.r.type("f"), b"MBbloomCF")
+        self.assertEqual(self.r.type("f"), TYPE_NAME.encode())
 
     def test_errors_and_generic(self):
         """Error replies become ResponseError; generic commands the client relies on."""
@@ -2256,8 +2294,21 @@ class PersistenceTest(unittest.TestCase):
     _mismatch = ServerTest._mismatch
 
 
+# The classes of CF.* cases, which run against the Redis module too.
+MODULE_CASES = ["ReserveTest", "AddTest", "InsertTest", "ExistsCountDelTest", "InfoTest",
+                "ScanDumpLoadChunkTest", "RedisPyTest", "FillTest"]
+
+
 def main():
-    global BINARY
+    global BINARY, MODULE, TYPE_NAME
+    if len(sys.argv) >= 3 and sys.argv[1] == "--redis-module":
+        MODULE, TYPE_NAME = os.path.abspath(sys.argv[2]), "ccfCuckoo"
+        if not os.path.isfile(MODULE):
+            print(f"{MODULE}: no such file", file=sys.stderr)
+            return 2
+        program = unittest.main(argv=[sys.argv[0]] + sys.argv[3:], verbosity=2, exit=False,
+                                defaultTest=MODULE_CASES)
+        return 0 if program.result.wasSuccessful() else 1
     if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
         print(f"usage: {sys.argv[0]} PATH/TO/ccf [unittest options]", file=sys.stderr)
         return 2
