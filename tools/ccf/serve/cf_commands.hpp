@@ -67,6 +67,15 @@ void arity_error(Reply& reply, std::string_view command) {
   reply.error("ERR wrong number of arguments for '" + lower(command) + "' command");
 }
 
+// args[from], args[from + 1], ... as views.
+template <class Args>
+std::vector<std::string_view> words(const Args& args, std::size_t from) {
+  std::vector<std::string_view> out;
+  out.reserve(args.size() - from);
+  for (std::size_t i = from; i < args.size(); ++i) out.emplace_back(args[i]);
+  return out;
+}
+
 // What a key holds, for commands that need a filter.
 enum class Held { kNothing, kFilter, kOther };
 struct Lookup {
@@ -239,9 +248,12 @@ void cf_insert(Keys& keys, const Args& args, Reply& reply, bool only_if_absent) 
     if (filter == nullptr) return;
   }
   if (filter->at_max_filters()) return reply.error("Maximum expansions reached");
+  // Plain adds go through the batch pipeline until the newest sub-filter is full.
+  const std::size_t batched = only_if_absent ? 0 : filter->add_many(words(args, items));
   reply.array(args.size() - items);
   for (std::size_t i = items; i < args.size(); ++i) {
-    const AddResult result = filter->add(args[i], only_if_absent);
+    const AddResult result =
+        i - items < batched ? AddResult::kAdded : filter->add(args[i], only_if_absent);
     if (only_if_absent) {  // integers in both protocols
       reply.integer(result == AddResult::kAdded ? 1 : result == AddResult::kPresent ? 0 : -1);
     } else if (reply.proto() == 3) {
@@ -263,10 +275,11 @@ template <class Keys, class Args, class Reply>
 void cf_mexists(Keys& keys, const Args& args, Reply& reply) {
   if (args.size() < 3) return arity_error(reply, args[0]);
   const Lookup found = keys.look_up(args[1]);
-  reply.array(args.size() - 2);
-  for (std::size_t i = 2; i < args.size(); ++i) {
-    reply.boolean(found.filter && found.filter->contains(args[i]));
-  }
+  const std::vector<std::string_view> items = words(args, 2);
+  const std::unique_ptr<bool[]> hits = std::make_unique<bool[]>(items.size());  // false
+  if (found.filter) found.filter->contains_many(items, {hits.get(), items.size()});
+  reply.array(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) reply.boolean(hits[i]);
 }
 
 template <class Keys, class Args, class Reply>

@@ -1,5 +1,6 @@
 #include "serve/cf_filter.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <functional>
@@ -43,6 +44,12 @@ class SubOf final : public CfFilter::Sub {
       : owned_(std::make_unique<Filter>(addressing, kSubOptions)), filter_(*owned_) {}
   bool insert(std::string_view item) override { return filter_.insert(item) == Status::kOk; }
   bool contains(std::string_view item) const override { return filter_.contains(item); }
+  void contains_many(std::span<const std::string_view> items, std::span<bool> out) const override {
+    filter_.contains_many(items, out);
+  }
+  std::size_t insert_many(std::span<const std::string_view> items) override {
+    return filter_.insert_many(items);
+  }
   std::size_t count(std::string_view item) const override { return filter_.count(item); }
   bool erase(std::string_view item) override { return filter_.erase(item) == Status::kOk; }
   std::size_t memory_bytes() const override { return filter_.memory_bytes(); }
@@ -179,6 +186,18 @@ AddResult CfFilter::add(std::string_view item, bool only_if_absent) {
   return result;
 }
 
+std::size_t CfFilter::add_many(std::span<const std::string_view> items) {
+  std::size_t added = 0;
+  {
+    const std::shared_lock writing(writers_);  // (5)
+    version_.fetch_add(1);
+    added = sub(filters() - 1).insert_many(items);  // (2) the newest
+    items_.fetch_add(added);
+  }
+  drop_stale_dump();
+  return added;
+}
+
 void CfFilter::drop_stale_dump() {
   if (!dump_cached_.load(std::memory_order_relaxed)) return;  // the common case: no dump
   const std::lock_guard dumping(dump_mutex_);
@@ -227,6 +246,35 @@ bool CfFilter::contains(std::string_view item) const {
       if (sub(k).contains(item)) return true;
     }
     if (removed.load() == before) return false;
+  }
+}
+
+void CfFilter::contains_many(std::span<const std::string_view> items, std::span<bool> out) const {
+  // (3) for each item: its stripe's counter is read before the scan and again after it; an
+  // item not found whose counter moved is looked up again alone.
+  std::vector<std::uint64_t> before(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) before[i] = removals(items[i]).load();
+  std::fill_n(out.begin(), items.size(), false);
+  std::vector<std::size_t> pending(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) pending[i] = i;
+  std::vector<std::string_view> probe;
+  const std::unique_ptr<bool[]> found = std::make_unique<bool[]>(items.size());
+  for (unsigned k = filters(); k-- > 0 && !pending.empty();) {
+    probe.clear();
+    for (const std::size_t i : pending) probe.push_back(items[i]);
+    sub(k).contains_many(probe, std::span<bool>(found.get(), probe.size()));
+    std::size_t left = 0;
+    for (std::size_t j = 0; j < pending.size(); ++j) {
+      if (found[j]) {
+        out[pending[j]] = true;
+      } else {
+        pending[left++] = pending[j];
+      }
+    }
+    pending.resize(left);
+  }
+  for (const std::size_t i : pending) {
+    if (removals(items[i]).load() != before[i]) out[i] = contains(items[i]);
   }
 }
 

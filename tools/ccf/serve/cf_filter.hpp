@@ -64,6 +64,7 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -99,7 +100,14 @@ class CfFilter {
   bool at_max_filters() const noexcept { return filters() >= kMaxFilters; }
   // only_if_absent: CF.ADDNX (kPresent when the item's fingerprint is already there).
   AddResult add(std::string_view item, bool only_if_absent);
+  // Adds items in order through the library's batch pipeline (insert_many: the buckets of the
+  // items ahead are prefetched while one is placed) and stops at the first that does not fit
+  // in the newest sub-filter. Returns how many leading items were added; the caller adds the
+  // rest one by one (add(), which grows the filter). CF.INSERT.
+  std::size_t add_many(std::span<const std::string_view> items);
   bool contains(std::string_view item) const;
+  // out[i] = contains(items[i]), pipelined as add_many (CF.MEXISTS). out.size() >= items.size().
+  void contains_many(std::span<const std::string_view> items, std::span<bool> out) const;
   std::uint64_t count(std::string_view item) const;
   // One copy removed; false if no sub-filter held the item's fingerprint. Then auto-compacts
   // (compact(false)).
@@ -167,6 +175,9 @@ class CfFilter {
     virtual ~Sub() = default;
     virtual bool insert(std::string_view item) = 0;  // false: full
     virtual bool contains(std::string_view item) const = 0;
+    virtual void contains_many(std::span<const std::string_view> items,
+                               std::span<bool> out) const = 0;
+    virtual std::size_t insert_many(std::span<const std::string_view> items) = 0;
     virtual std::size_t count(std::string_view item) const = 0;
     virtual bool erase(std::string_view item) = 0;
     virtual std::size_t memory_bytes() const = 0;

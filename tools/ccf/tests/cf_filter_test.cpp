@@ -9,8 +9,10 @@
 #include <atomic>
 #include <barrier>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -57,6 +59,21 @@ TEST_P(CfFilterModel, AgreesWithAMultisetAndNeverMissesAnAddedItem) {
     if (random() % 512 == 0) filter.compact(true);  // moves copies; changes no answer
     switch (random() % 4) {
       case 0:
+        if (random() % 2 == 0) {  // CF.INSERT's way: the batch pipeline, then one by one
+          std::vector<std::string> batch;
+          for (std::uint64_t n = 1 + random() % 6; n-- > 0;)
+            batch.push_back(item(universe(random)));
+          const std::vector<std::string_view> views(batch.begin(), batch.end());
+          const std::size_t added = filter.add_many(views);
+          ASSERT_LE(added, batch.size());
+          for (std::size_t i = 0; i < batch.size(); ++i) {
+            if (i >= added && filter.add(batch[i], false) != AddResult::kAdded) continue;
+            ++model[batch[i]];
+            ++live;
+          }
+          break;
+        }
+        [[fallthrough]];
       case 1: {
         const bool nx = random() % 4 == 0;
         const bool present_before = filter.contains(key);
@@ -88,6 +105,19 @@ TEST_P(CfFilterModel, AgreesWithAMultisetAndNeverMissesAnAddedItem) {
         break;
       }
       default: {
+        if (random() % 4 == 0) {  // CF.MEXISTS's way: answers as contains() one by one
+          std::vector<std::string> batch;
+          for (std::uint64_t n = 1 + random() % 8; n-- > 0;)
+            batch.push_back(item(universe(random)));
+          const std::vector<std::string_view> views(batch.begin(), batch.end());
+          std::unique_ptr<bool[]> found = std::make_unique<bool[]>(batch.size());
+          filter.contains_many(views, {found.get(), batch.size()});
+          for (std::size_t i = 0; i < batch.size(); ++i) {
+            ASSERT_EQ(found[i], filter.contains(batch[i])) << batch[i];
+            ASSERT_TRUE(found[i] || !model.contains(batch[i])) << batch[i];
+          }
+          break;
+        }
         const auto it = model.find(key);
         if (it == model.end()) break;
         ASSERT_TRUE(filter.contains(key)) << key;
@@ -172,8 +202,8 @@ TEST(CfFilter, WithoutExpansionAFullFilterSaysFullAndKeepsItsItems) {
 }
 
 // 8 threads on 2 cores: 4 add their own items (and delete every third one again), 3 read the
-// items already acknowledged, 1 compacts the sub-filters again and again. No acknowledged,
-// undeleted item may be missed at any moment.
+// items already acknowledged (one by one and in batches), 1 compacts the sub-filters again and
+// again. No acknowledged, undeleted item may be missed at any moment.
 TEST(CfFilter, ConcurrentAddsDeletesAndLookupsMissNothing) {
   CfFilter filter(params(2048, 2, 1));       // 4096 slots per sub-filter: grows during the run
   constexpr int kWriters = 4, kReaders = 3;  // and one thread compacting
@@ -211,8 +241,18 @@ TEST(CfFilter, ConcurrentAddsDeletesAndLookupsMissNothing) {
         const int w = static_cast<int>(random() % kWriters);
         const std::uint64_t known = acknowledged[w].load(std::memory_order_acquire);
         if (known == 0) continue;
-        const std::uint64_t i = random() % known;
-        if (i % 3 != 2 && !filter.contains(key(w, i))) misses.fetch_add(1);
+        if (r % 2 == 0) {
+          const std::uint64_t i = random() % known;
+          if (i % 3 != 2 && !filter.contains(key(w, i))) misses.fetch_add(1);
+          continue;
+        }
+        // CF.MEXISTS's batch: 16 acknowledged items that are never deleted (i % 3 != 2).
+        std::vector<std::string> batch;
+        for (int n = 0; n < 16; ++n) batch.push_back(key(w, random() % known / 3 * 3));
+        const std::vector<std::string_view> views(batch.begin(), batch.end());
+        bool found[16];
+        filter.contains_many(views, found);
+        for (const bool hit : found) misses.fetch_add(hit ? 0 : 1);
       }
     });
   }
