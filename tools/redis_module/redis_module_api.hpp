@@ -103,8 +103,10 @@ struct Api {
 inline Api api{};
 
 // Looks every function of Api up through the context's RedisModule_GetApi. Returns the name of
-// the first one this server lacks, or an empty view when all were found.
+// the first one this server lacks (that one and the ones after it are left null), or an empty
+// view when all were found.
 inline std::string_view resolve(Ctx* ctx) {
+  api = Api{};  // nothing left from an earlier load of this library
   using GetApi = int (*)(const char* name, void* slot);
   // The first word of the context OnLoad receives is RedisModule_GetApi (module.c).
   const auto get = reinterpret_cast<GetApi>(*reinterpret_cast<void**>(ctx));

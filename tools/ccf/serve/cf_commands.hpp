@@ -403,6 +403,25 @@ void cf_compact(Keys& keys, const Args& args, Reply& reply) {
   reply.simple("OK");
 }
 
+// The filter's parameters and counters in one line.
+template <class Keys, class Args, class Reply>
+void cf_debug(Keys& keys, const Args& args, Reply& reply) {
+  if (args.size() != 2) return arity_error(reply, args[0]);
+  const Lookup found = keys.look_up(args[1]);
+  if (found.held == Held::kNothing) return reply.error(kNotFound);
+  if (found.held == Held::kOther) return reply.error(kWrongType);
+  const CfFilter::Info info = found.filter->info();
+  std::string line = "bktsize:";
+  line.append(std::to_string(info.bucket_size)).append(" buckets:");
+  line.append(std::to_string(info.buckets)).append(" items:");
+  line.append(std::to_string(info.items)).append(" deletes:");
+  line.append(std::to_string(info.deletes)).append(" filters:");
+  line.append(std::to_string(info.filters)).append(" max_iterations:");
+  line.append(std::to_string(info.max_iterations)).append(" expansion:");
+  line.append(std::to_string(info.expansion));
+  reply.bulk(line);
+}
+
 // ---- the command table ---------------------------------------------------------------------
 
 // What COMMAND reports of a command and what a Redis module registers: arity (negative: at
@@ -428,11 +447,12 @@ enum class CfCommand : std::uint8_t {
   kScanDump,
   kLoadChunk,
   kCompact,
+  kDebug,
 };
 
 // In CfCommand's order. CF.COMPACT moves fingerprints, so it is a write here (RedisBloom flags
 // it read-only): a replica then gets the same layout from its master.
-inline constexpr std::array<CommandFacts, 13> kCfCommands = {{
+inline constexpr std::array<CommandFacts, 14> kCfCommands = {{
     {"cf.reserve", -3, "write deny-oom", 1, 1, 1},
     {"cf.add", 3, "write deny-oom", 1, 1, 1},
     {"cf.addnx", 3, "write deny-oom", 1, 1, 1},
@@ -446,6 +466,7 @@ inline constexpr std::array<CommandFacts, 13> kCfCommands = {{
     {"cf.scandump", 3, "readonly fast", 1, 1, 1},
     {"cf.loadchunk", 4, "write deny-oom", 1, 1, 1},
     {"cf.compact", -1, "write", 1, 1, 1},
+    {"cf.debug", 2, "readonly fast", 1, 1, 1},
 }};
 
 inline std::vector<std::string_view> flag_words(const CommandFacts& facts) {
@@ -504,6 +525,8 @@ void run(CfCommand command, Keys& keys, const Args& args, Reply& reply) {
       return cf_loadchunk(keys, args, reply);
     case CfCommand::kCompact:
       return cf_compact(keys, args, reply);
+    case CfCommand::kDebug:
+      return cf_debug(keys, args, reply);
   }
 }
 

@@ -1225,6 +1225,24 @@ class InfoTest(ServerTest):
         self.assertCmd(self.c, 2, "CF.COUNT", "f", "4")
         self.assertCmd(self.c, info_map(4, 1, 5, 1, 2, 0, 20), "CF.INFO", "f")
 
+    def test_debug(self):
+        """§4 CF.DEBUG: one bulk line of the filter's parameters and counters; E-ARITY,
+        E-NOTFOUND, E-TYPE."""
+        self.assertCmd(self.c, OK, "CF.RESERVE", "f", "1000")
+        self.assertCmd(self.c, b"bktsize:2 buckets:512 items:0 deletes:0 filters:1 "
+                       b"max_iterations:20 expansion:1", "CF.DEBUG", "f")
+        self.assertCmd(self.c, OK, "CF.RESERVE", "g", "100", "BUCKETSIZE", "4",
+                       "MAXITERATIONS", "7", "EXPANSION", "2")
+        self.assertCmd(self.c, [1, 1], "CF.INSERT", "g", "ITEMS", "a", "b")
+        self.assertCmd(self.c, 1, "CF.DEL", "g", "a")
+        self.assertCmd(self.c, b"bktsize:4 buckets:32 items:1 deletes:1 filters:1 "
+                       b"max_iterations:7 expansion:2", "CF.DEBUG", "g")
+        self.assertCmd(self.c, E_NOTFOUND, "CF.DEBUG", "nokey")
+        self.assertCmd(self.c, OK, "SET", "s", "v")
+        self.assertCmd(self.c, E_TYPE, "CF.DEBUG", "s")
+        self.assertCmd(self.c, arity("cf.debug"), "CF.DEBUG")
+        self.assertCmd(self.c, arity("cf.debug"), "CF.DEBUG", "f", "g")
+
     def test_info_resp3_errors(self):
         """CF.INFO errors are the same in RESP3."""
         self.hello3(self.c)
