@@ -278,6 +278,24 @@ class PersistenceTest(ModuleTestCase):
         c = server.start().client()
         self.assertSame(c, kept, digests, infos)
 
+    def test_damaged_rdb_is_refused(self):
+        """A filter whose bytes changed in the RDB file (Redis's own checksum and compression
+        off, so that only ccf's checksums can notice) stops the load with ccf's log line."""
+        server = self.server("--rdbchecksum", "no", "--rdbcompression", "no")
+        c = server.client()
+        self.fill(c, "f", items("x", 20000))
+        self.assertTrue(c.save())
+        server.kill()
+        path = os.path.join(self.tmp.name, f"dump-{server.port}.rdb")
+        with open(path, "r+b") as f:
+            data = bytearray(f.read())
+            data[len(data) * 3 // 5] ^= 0x10  # inside the sub-filter's fingerprints
+            f.seek(0)
+            f.write(data)
+        server.start(expect_running=False)
+        self.assertIsNotNone(server.proc.poll(), "the server started with the damaged file")
+        self.assertIn("ccf: a filter's data is damaged", server.log_tail())
+
     def test_aof_restart(self):
         """appendonly: a rewrite without the RDB preamble (CF.LOADCHUNK commands), more
         writes after it, then a restart from the AOF alone."""
