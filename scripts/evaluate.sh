@@ -3,8 +3,9 @@
 # every filter and hash table (a table on stdout, progress on stderr, JSON and PNG plots in
 # out/evaluation), then SmartCuckoo's own comparison (`chtbench smart`, a few seconds, in
 # out/evaluation/smart_cuckoo.txt), the log store's figures (`log_bench` on 200,000 entries,
-# out/evaluation/log_store.txt) and `ccf serve` against Debian's redis-server (redis-benchmark,
-# 3 interleaved rounds, out/evaluation/serve.txt). A few minutes on 2 cores. Extra arguments go to
+# out/evaluation/log_store.txt), `ccf serve` against Debian's redis-server (redis-benchmark,
+# 3 interleaved rounds, out/evaluation/serve.txt) and the Redis module ccf-redis.so against
+# `ccf serve` (out/evaluation/module.txt). A few minutes on 2 cores. Extra arguments go to
 # `chtbench suite quick` (e.g. --structures ccf-striped,lf-cuckoo-filter); `suite full` is the
 # long version.
 set -euo pipefail
@@ -17,4 +18,5 @@ cat out/evaluation/smart_cuckoo.txt
 build/release/bench/log_bench --dir out/evaluation/log_bench.tmp --entries 200000 \
   --lookups 500000 --import-mib 64 | tee out/evaluation/log_store.txt
 bench/serve_bench.sh 3 1000000 | tee out/evaluation/serve.txt
+bench/module_bench.sh 3 1000000 | tee out/evaluation/module.txt
 echo "results and plots: out/evaluation/" >&2
