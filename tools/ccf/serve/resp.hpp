@@ -19,9 +19,11 @@
 // proportional to the bytes the client actually sent, and the caller bounds those with
 // max_buffered_bytes().
 //
-// The parser keeps no state between calls: each call parses from the front of its input. A
-// partial command is therefore walked again when more bytes arrive; the walk visits only the
-// header lines, and there are at most max_array_length of them.
+// Between calls the parser keeps one thing: how far it walked an array command that was not
+// yet complete, so that the next call goes on from there instead of walking every header line
+// again (a command of a million small arguments arriving in small reads would otherwise cost
+// time quadratic in its size). That is valid because a server erases the bytes a call consumed
+// and only appends after them: the next call's input begins with the same partial command.
 //
 // Every verdict depends only on the bytes already seen: a prefix of a stream gives either
 // kNeedMore or the verdict the whole stream gives, so splitting a stream into reads anywhere
@@ -35,9 +37,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace ccf::serve {
@@ -190,7 +194,10 @@ inline bool split_inline_args(std::string_view line, std::vector<std::string>& w
 // Parses client requests: RESP arrays of bulk strings ("*2\r\n$4\r\nPING\r\n$2\r\nhi\r\n") and
 // inline commands ("PING hi\r\n", words split on whitespace as Redis's sdssplitargs does;
 // "\n" alone also ends a line). A request is an array when its first byte is '*', else inline.
-// Stateless between calls: each call parses from the front of `input`.
+// Each call parses from the front of `input`. The caller must pass, on the next call, the input
+// less the `consumed` bytes, with at most more bytes appended (what a server does); the walk of
+// a partial array command goes on where it stopped (the header lines already checked are not
+// read again). A call on any other input resets that (reset()).
 //
 // Empty commands -- a blank inline line (only whitespace, or just "\r\n" or "\n"), "*0", a
 // negative count such as "*-1" -- are complete no-ops, as in Redis: parse skips them and goes
@@ -228,12 +235,16 @@ class RequestParser {
   ParseStatus parse(std::string_view input, std::vector<std::string>& args, std::size_t& consumed) {
     error_.clear();
     consumed = 0;
+    // The last call's walk, if it stopped in the array command at the front of this input.
+    const std::optional<Walk> resume = std::exchange(walk_, std::nullopt);
     while (consumed < input.size()) {
       args.clear();
       std::size_t used = 0;
       const std::string_view rest = input.substr(consumed);
-      const Step step =
-          rest.front() == '*' ? parse_multibulk(rest, args, used) : parse_inline(rest, args, used);
+      const Walk* walked =
+          consumed == 0 && resume && input.size() >= resume->seen ? &*resume : nullptr;
+      const Step step = rest.front() == '*' ? parse_multibulk(rest, walked, args, used)
+                                            : parse_inline(rest, args, used);
       switch (step) {
         case Step::kCommand:
           consumed += used;
@@ -253,6 +264,13 @@ class RequestParser {
 
   const std::string& error() const noexcept { return error_; }
 
+  // Forgets the walk of a partial command: the next call parses its input from scratch.
+  void reset() noexcept { walk_.reset(); }
+
+  // Header lines ("*N", "$N") walked since construction: each line once, plus once per call
+  // that stopped at it for want of bytes, however a command's bytes arrive (tests check that).
+  std::size_t header_lines_walked() const noexcept { return header_lines_walked_; }
+
   // Bytes a client may have buffered before a command must be complete: the server closes a
   // client whose unparsed input exceeds this. Room for one command of max_array_length
   // arguments whose payloads add up to max_bulk_bytes (one maximum-size argument, say), with
@@ -271,6 +289,17 @@ class RequestParser {
   }
 
  private:
+  // How far an array command was walked: its argument count, the offset of its first argument,
+  // the arguments checked (all their bytes buffered and valid), where the next one starts, and
+  // the bytes the input had (the next call's input must have at least those).
+  struct Walk {
+    std::size_t arguments = 0;
+    std::size_t first = 0;
+    std::size_t checked = 0;
+    std::size_t next = 0;
+    std::size_t seen = 0;
+  };
+
   // kOk: a piece of a command was read (internal to a command's walk).
   enum class Step { kOk, kCommand, kEmpty, kNeedMore, kError };
 
@@ -297,32 +326,45 @@ class RequestParser {
 
   // An array of bulk strings at the front of `in` (which starts with '*'). Walks it once to
   // find its end and validate it, copying nothing; only a complete command is then copied out.
-  Step parse_multibulk(std::string_view in, std::vector<std::string>& args, std::size_t& used) {
-    long long count = 0;
-    std::size_t pos = 0;
-    Step step = read_header(in, "Protocol error: too big mbulk count string",
-                            "Protocol error: invalid multibulk length", count, pos);
-    if (step != Step::kOk) return step;
-    if (count <= 0) {  // "*0", "*-1": an empty command, skipped (as Redis does)
-      used = pos;
-      return Step::kEmpty;
+  // `walked`: how far an earlier call walked this command (nullptr: from its start).
+  Step parse_multibulk(std::string_view in, const Walk* walked, std::vector<std::string>& args,
+                       std::size_t& used) {
+    Walk walk;
+    if (walked != nullptr) {
+      walk = *walked;
+    } else {
+      ++header_lines_walked_;
+      long long count = 0;
+      const Step step = read_header(in, "Protocol error: too big mbulk count string",
+                                    "Protocol error: invalid multibulk length", count, walk.next);
+      if (step != Step::kOk) return step;
+      if (count <= 0) {  // "*0", "*-1": an empty command, skipped (as Redis does)
+        used = walk.next;
+        return Step::kEmpty;
+      }
+      if (static_cast<unsigned long long>(count) > limits_.max_array_length) {
+        return fail("Protocol error: invalid multibulk length");
+      }
+      walk.arguments = static_cast<std::size_t>(count);
+      walk.first = walk.next;
     }
-    if (static_cast<unsigned long long>(count) > limits_.max_array_length) {
-      return fail("Protocol error: invalid multibulk length");
-    }
-    const auto arguments = static_cast<std::size_t>(count);
-    const std::size_t first = pos;
-    for (std::size_t i = 0; i < arguments; ++i) {
+    for (; walk.checked < walk.arguments; ++walk.checked) {
       std::size_t payload = 0;
       std::size_t length = 0;
-      step = read_bulk(in, pos, payload, length);
+      ++header_lines_walked_;
+      const Step step = read_bulk(in, walk.next, payload, length);
+      if (step == Step::kNeedMore) {
+        walk.seen = in.size();
+        walk_ = walk;
+      }
       if (step != Step::kOk) return step;
-      pos = payload + length + 2;
+      walk.next = payload + length + 2;
     }
-    used = pos;
+    const std::size_t arguments = walk.arguments;
+    std::size_t pos = walk.first;
+    used = walk.next;
     // Every argument is buffered (each takes at least "$0\r\n\r\n"): the input bounds this.
     args.reserve(arguments);
-    pos = first;
     for (std::size_t i = 0; i < arguments; ++i) {
       std::size_t payload = 0;
       std::size_t length = 0;
@@ -386,6 +428,8 @@ class RequestParser {
 
   RespLimits limits_;
   std::string error_;
+  std::optional<Walk> walk_;  // set by a call that stopped inside an array command
+  std::size_t header_lines_walked_ = 0;
 };
 
 // Appends replies to `out` in RESP2 or RESP3 (proto 3 is RESP3, any other value RESP2). RESP2

@@ -173,6 +173,50 @@ TEST(RespParser, TwoReadsSplitAnywhereGiveTheSameCommands) {
   }
 }
 
+// A command of many small arguments arriving a few bytes at a time, as a server feeds it (the
+// bytes consumed erased, new ones appended): each header line is walked once, plus once per read
+// that stopped at it -- not again on every read, which would cost time quadratic in its size.
+TEST(RespParser, APartialCommandIsNotWalkedAgainOnEveryRead) {
+  Args big(20000, "x");
+  big[0] = "CF.MEXISTS";
+  const std::string command = multibulk(big) + multibulk({"PING"});
+  RequestParser parser;
+  std::string buffer;
+  Args args;
+  std::vector<Args> commands;
+  std::size_t reads = 0;
+  for (std::size_t at = 0; at < command.size(); at += 7, ++reads) {
+    buffer.append(command.substr(at, 7));
+    for (;;) {
+      std::size_t consumed = 0;
+      const ParseStatus status = parser.parse(buffer, args, consumed);
+      buffer.erase(0, consumed);
+      if (status != ParseStatus::kCommand) break;
+      commands.push_back(args);
+    }
+  }
+  ASSERT_EQ(commands.size(), 2u);
+  EXPECT_EQ(commands[0], big);
+  EXPECT_EQ(commands[1], Args{"PING"});
+  EXPECT_TRUE(buffer.empty());
+  EXPECT_LE(parser.header_lines_walked(), big.size() + 1 + 2 + reads);
+}
+
+// reset() forgets a partial command's walk: a parser can be handed unrelated input.
+TEST(RespParser, ResetForgetsAPartialCommand) {
+  RequestParser parser;
+  Args args;
+  std::size_t consumed = 0;
+  const std::string first = multibulk({"CF.ADD", "f", "abc"});
+  ASSERT_EQ(parser.parse(std::string_view(first).substr(0, first.size() - 4), args, consumed),
+            ParseStatus::kNeedMore);
+  parser.reset();
+  const std::string other = multibulk({"GET", "key-of-another-length"});
+  ASSERT_EQ(parser.parse(other, args, consumed), ParseStatus::kCommand);
+  EXPECT_EQ(args, (Args{"GET", "key-of-another-length"}));
+  EXPECT_EQ(consumed, other.size());
+}
+
 TEST(RespParser, PipelinedCommandsOneAfterAnother) {
   const std::string a = multibulk({"CF.ADD", "f", "item1"});
   const std::string b = "CF.EXISTS f item1\r\n";
@@ -490,6 +534,7 @@ TEST(RespParser, DeclaredSizesAllocateNothing) {
        {"*1\r\n$1000000000\r\nabc", "*1\r\n$3000000000\r\n", "*1000000000\r\n$3\r\nabc\r\n",
         "*1073741824\r\n$1\r\nx\r\n$1\r\ny\r\n"}) {
     largest_allocation = 0;
+    parser.reset();  // each input is a stream of its own
     EXPECT_EQ(parser.parse(input, args, consumed), ParseStatus::kNeedMore) << input;
     EXPECT_EQ(consumed, 0u);
     EXPECT_LT(largest_allocation, kSmall) << input;
