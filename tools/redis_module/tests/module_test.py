@@ -218,24 +218,22 @@ class LoadTest(ModuleTestCase):
         with self.assertRaisesRegex(redis.ResponseError, "WRONGTYPE"):
             c.execute_command("CF.ADD", "s", "a")
 
-    def test_refuses_a_second_copy(self):
-        """Loaded twice: the second copy refuses with a log line, and the server stops."""
-        server = RedisServer(self.tmp.name, modules=[MODULE, MODULE])
+    def assertRefused(self, modules, why):
+        """A server with these modules stops at start-up, and ccf's log line says why."""
+        server = RedisServer(self.tmp.name, modules=modules)
         self.servers.append(server)
         server.start(expect_running=False)
         self.assertIsNotNone(server.proc.poll(), "the server kept running")
-        self.assertIn('ccf: not loaded: a module named "ccf" is loaded already',
-                      server.log_tail())
+        self.assertIn(f"ccf: not loaded: {why}", server.log_tail())
+
+    def test_refuses_a_second_copy(self):
+        """Loaded twice: the second copy refuses with a log line, and the server stops."""
+        self.assertRefused([MODULE, MODULE], 'a module named "ccf" is loaded already')
 
     def test_refuses_beside_other_cf_commands(self):
         """Beside another module that registered CF.* commands (the decoy stands in for
         RedisBloom), the module refuses to load and names the command."""
-        server = RedisServer(self.tmp.name, modules=[DECOY, MODULE])
-        self.servers.append(server)
-        server.start(expect_running=False)
-        self.assertIsNotNone(server.proc.poll(), "the server kept running")
-        self.assertIn("ccf: not loaded: the command CF.RESERVE exists already",
-                      server.log_tail())
+        self.assertRefused([DECOY, MODULE], "the command CF.RESERVE exists already")
 
 
 class PersistenceTest(ModuleTestCase):
@@ -296,11 +294,10 @@ class PersistenceTest(ModuleTestCase):
         self.assertIsNotNone(server.proc.poll(), "the server started with the damaged file")
         self.assertIn("ccf: a filter's data is damaged", server.log_tail())
 
-    def test_aof_restart(self):
-        """appendonly: a rewrite without the RDB preamble (CF.LOADCHUNK commands), more
-        writes after it, then a restart from the AOF alone."""
-        server = self.server("--appendonly", "yes", "--aof-use-rdb-preamble", "no",
-                             "--appendfsync", "always")
+    def rewrite_add_restart(self, *options):
+        """An AOF server: populate, BGREWRITEAOF, more adds after the rewrite (appended to the
+        AOF as commands), SIGKILL, restart from the AOF: everything as it was."""
+        server = self.server("--appendonly", "yes", "--appendfsync", "always", *options)
         c = server.client()
         kept = self.populate(c)
         c.bgrewriteaof()
@@ -316,21 +313,13 @@ class PersistenceTest(ModuleTestCase):
         c = server.start().client()
         self.assertSame(c, kept, digests, infos)
 
+    def test_aof_restart(self):
+        """A rewrite without the RDB preamble: CF.LOADCHUNK commands rebuild the filters."""
+        self.rewrite_add_restart("--aof-use-rdb-preamble", "no")
+
     def test_aof_with_rdb_preamble(self):
-        """The default AOF: an RDB base plus commands appended after the rewrite."""
-        server = self.server("--appendonly", "yes", "--appendfsync", "always")
-        c = server.client()
-        kept = self.populate(c)
-        c.bgrewriteaof()
-        wait_until("the AOF rewrite",
-                   lambda: c.info("persistence")["aof_rewrite_in_progress"] == 0 and
-                   c.info("persistence")["aof_rewrite_scheduled"] == 0, 30)
-        self.fill(c, "plain", items("late", 500))
-        kept["plain"] = kept["plain"] + items("late", 500)
-        digests, infos = self.snapshot(c, kept)
-        server.kill()
-        c = server.start().client()
-        self.assertSame(c, kept, digests, infos)
+        """The default AOF: an RDB base plus the commands appended after the rewrite."""
+        self.rewrite_add_restart()
 
 
 class ReplicationTest(ModuleTestCase):
