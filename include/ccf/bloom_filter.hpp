@@ -37,11 +37,21 @@
 // n = capacity: the ln2 rule's value at 10-12 bits/item, one to four below it at 8 and 16+
 // (fewer bits per key suit the fuller blocks).
 //
-// Both filters: size them with (capacity, bits_per_item) or for_fpr(capacity, eps); insert and
-// contains are noexcept and allocate nothing. There is no delete (a counting Bloom filter
-// would need 4-bit counters: 4x the space). Not thread-safe for writes: concurrent const calls
-// are safe, any call concurrent with insert / clear is a data race. Movable, not copyable; a
-// moved-from filter may only be destroyed or assigned to.
+// ccf::CountingBloomFilter -- the Bloom filter that can delete (Fan, Cao, Almeida, Broder 2000,
+// "Summary cache"): the standard layout's k positions over m / 4 four-bit counters, 16 to a
+// 64-bit word. insert adds 1 to each of the key's k counters, erase subtracts 1, contains tests
+// that all k are non-zero. A counter at 15 is saturated: it stays 15 for good (neither insert
+// nor erase changes it), which can only make lookups say "maybe" more often, never lose an
+// item; saturations() counts the increments that met one (overflow is about 1e-15 per counter
+// at the optimal k, but 15 inserts of one key saturate its counters). The price of deletion
+// is space: at the same bits per item it has a quarter of the positions, so its rate is that
+// of a standard filter with a quarter of the bits.
+//
+// All three: size them with (capacity, bits_per_item) -- memory bits, counters included -- or
+// for_fpr(capacity, eps); insert, contains and erase are noexcept and allocate nothing. Not
+// thread-safe for writes: concurrent const calls are safe, any call concurrent with insert /
+// erase / clear is a data race. Movable, not copyable; a moved-from filter may only be
+// destroyed or assigned to.
 #pragma once
 
 #include <algorithm>
@@ -52,6 +62,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/hash.hpp"
@@ -142,15 +153,18 @@ double expect_over_block_load(std::uint64_t items, std::uint64_t blocks, F f) {
 }
 
 // The layouts: how a key hash becomes bits. Each is stateless; BasicBloomFilter holds the
-// storage, sizes it and validates arguments for both.
+// storage, sizes it and validates arguments for all.
 //   kGrainBits      the bit array is a whole number of these
+//   kPositionBits   bits per position: 1 (a bit), 4 (a counter)
 //   hash_count      k for `bits` bits sized for `capacity` items
-//   insert/contains set / test the key's k bits
+//   insert/contains set / test the key's k positions (a counting layout's insert returns the
+//                   saturated counters it met, and it has erase)
 //   fpr             the theoretical false-positive rate at `items` items
 
 struct StandardBloomLayout {
   static constexpr std::string_view kName = "ccf::BloomFilter";
   static constexpr std::uint64_t kGrainBits = 64;
+  static constexpr unsigned kPositionBits = 1;
 
   static unsigned hash_count(std::uint64_t bits, std::uint64_t capacity) noexcept {
     return ln2_hash_count(static_cast<double>(bits) / static_cast<double>(capacity));
@@ -180,6 +194,7 @@ struct StandardBloomLayout {
 struct BlockedBloomLayout {
   static constexpr std::string_view kName = "ccf::BlockedBloomFilter";
   static constexpr std::uint64_t kGrainBits = 512;  // one 64-byte cache line
+  static constexpr unsigned kPositionBits = 1;
   static constexpr std::size_t kBlockWords = kGrainBits / 64;
 
   // k minimizing the block-load-averaged FPR at n = capacity. The FPR is unimodal in k, so
@@ -249,6 +264,83 @@ struct BlockedBloomLayout {
   }
 };
 
+struct CountingBloomLayout {
+  static constexpr std::string_view kName = "ccf::CountingBloomFilter";
+  static constexpr std::uint64_t kGrainBits = 64;  // 16 counters
+  static constexpr unsigned kPositionBits = 4;
+  static constexpr unsigned kSaturated = 15;
+
+  static std::uint64_t counters(std::uint64_t bits) noexcept { return bits / kPositionBits; }
+
+  static unsigned hash_count(std::uint64_t bits, std::uint64_t capacity) noexcept {
+    return ln2_hash_count(static_cast<double>(counters(bits)) / static_cast<double>(capacity));
+  }
+
+  // Returns how many of the key's counters were saturated (and so left at 15).
+  static std::uint64_t insert(std::uint64_t* words, std::uint64_t bits, unsigned hashes,
+                              std::uint64_t hash) noexcept {
+    const ProbeSequence probe(hash);
+    std::uint64_t saturated = 0;
+    for (unsigned i = 0; i < hashes; ++i) {
+      const std::uint64_t at = probe(i, counters(bits));
+      const unsigned count = get(words, at);
+      if (count == kSaturated) {
+        ++saturated;
+      } else {
+        set(words, at, count + 1);
+      }
+    }
+    return saturated;
+  }
+
+  static bool contains(const std::uint64_t* words, std::uint64_t bits, unsigned hashes,
+                       std::uint64_t hash) noexcept {
+    const ProbeSequence probe(hash);
+    for (unsigned i = 0; i < hashes; ++i) {
+      if (get(words, probe(i, counters(bits))) == 0) return false;
+    }
+    return true;
+  }
+
+  // Subtracts the key's 1 from each of its unsaturated counters. False, and nothing changed,
+  // when some counter holds less than the key put there (a position the key probes twice got 2):
+  // the key is certainly not in the filter.
+  static bool erase(std::uint64_t* words, std::uint64_t bits, unsigned hashes,
+                    std::uint64_t hash) noexcept {
+    const ProbeSequence probe(hash);
+    std::uint64_t at[kBloomMaxHashes];
+    for (unsigned i = 0; i < hashes; ++i) at[i] = probe(i, counters(bits));
+    std::sort(at, at + hashes);
+    for (unsigned i = 0; i < hashes;) {
+      unsigned times = 1;
+      while (i + times < hashes && at[i + times] == at[i]) ++times;
+      const unsigned count = get(words, at[i]);
+      if (count != kSaturated && count < times) return false;
+      i += times;
+    }
+    for (unsigned i = 0; i < hashes; ++i) {
+      const unsigned count = get(words, at[i]);
+      if (count != kSaturated) set(words, at[i], count - 1);
+    }
+    return true;
+  }
+
+  static double fpr(std::uint64_t bits, unsigned hashes, std::uint64_t items) noexcept {
+    return standard_bloom_fpr(static_cast<double>(items), static_cast<double>(counters(bits)),
+                              hashes);
+  }
+
+ private:
+  static unsigned get(const std::uint64_t* words, std::uint64_t at) noexcept {
+    return static_cast<unsigned>(words[at / 16] >> (at % 16 * 4)) & 0xf;
+  }
+  static void set(std::uint64_t* words, std::uint64_t at, unsigned count) noexcept {
+    const unsigned shift = static_cast<unsigned>(at % 16 * 4);
+    words[at / 16] =
+        (words[at / 16] & ~(std::uint64_t{0xf} << shift)) | (std::uint64_t{count} << shift);
+  }
+};
+
 inline std::string bloom_error(std::string_view filter, std::string_view what) {
   return std::string(filter) + ": " + std::string(what);
 }
@@ -275,14 +367,16 @@ inline std::uint64_t checked_bloom_bits(std::string_view filter, std::size_t cap
   return (exact + grain - 1) / grain * grain;
 }
 
-// m / n = -ln(eps) / ln^2(2) for a target false-positive rate eps.
-inline double bloom_bits_per_item_for_fpr(std::string_view filter, double target_fpr) {
+// m / n = -ln(eps) / ln^2(2) positions per item for a target false-positive rate eps, at
+// `position_bits` bits per position.
+inline double bloom_bits_per_item_for_fpr(std::string_view filter, double target_fpr,
+                                          unsigned position_bits) {
   if (!(target_fpr > 0.0 && target_fpr < 1.0)) {
     std::ostringstream message;
     message << "target_fpr must be in (0, 1), got " << target_fpr;
     throw std::invalid_argument(bloom_error(filter, message.str()));
   }
-  const double bits_per_item = -std::log(target_fpr) / (kLn2 * kLn2);
+  const double bits_per_item = -std::log(target_fpr) / (kLn2 * kLn2) * position_bits;
   if (bits_per_item > kBloomMaxBitsPerItem) {
     std::ostringstream message;
     message << "target_fpr " << target_fpr << " needs " << bits_per_item
@@ -316,8 +410,10 @@ class BasicBloomFilter {
   // for target_fpr not in (0, 1) or needing more than 64 bits per item (below about 4.4e-14).
   static BasicBloomFilter for_fpr(std::size_t capacity, double target_fpr,
                                   std::uint64_t seed = kDefaultSeed) {
-    return BasicBloomFilter(capacity,
-                            detail::bloom_bits_per_item_for_fpr(Layout::kName, target_fpr), seed);
+    return BasicBloomFilter(
+        capacity,
+        detail::bloom_bits_per_item_for_fpr(Layout::kName, target_fpr, Layout::kPositionBits),
+        seed);
   }
 
   // Always Status::kOk: a Bloom filter never refuses an item, it only grows less accurate
@@ -334,7 +430,25 @@ class BasicBloomFilter {
     return contains_hash(hash_key(key, seed_));
   }
 
-  // Inserts since construction or clear(), duplicates included.
+  // Counting layout only: removes one insert of the key. The key must have been inserted and
+  // not erased since (as for every filter that deletes: erasing another key that happens to
+  // look present takes from the counters of the keys it collides with, a false negative for
+  // them). kNotFound, and nothing changed, when the key is certainly absent.
+  Status erase(std::uint64_t key) noexcept requires requires(std::uint64_t* w) {
+    Layout::erase(w, 0, 0, 0);
+  }
+  { return erase_hash(hash_key(key, seed_)); }
+  Status erase(std::string_view key) noexcept requires requires(std::uint64_t* w) {
+    Layout::erase(w, 0, 0, 0);
+  }
+  { return erase_hash(hash_key(key, seed_)); }
+  // Counting layout only: increments that met a saturated counter (left at 15) so far.
+  std::uint64_t saturations() const noexcept requires requires(std::uint64_t* w) {
+    Layout::erase(w, 0, 0, 0);
+  }
+  { return saturations_; }
+
+  // Inserts since construction or clear(), duplicates included, less erases.
   std::size_t size() const noexcept { return size_; }
   std::size_t capacity() const noexcept { return capacity_; }
   std::size_t bit_count() const noexcept { return bits_; }
@@ -354,12 +468,23 @@ class BasicBloomFilter {
   void clear() noexcept {
     buffer_.clear();
     size_ = 0;
+    saturations_ = 0;
   }
 
  private:
   Status insert_hash(std::uint64_t hash) noexcept {
-    Layout::insert(words(), bits_, hashes_, hash);
+    if constexpr (std::is_void_v<decltype(Layout::insert(words(), bits_, hashes_, hash))>) {
+      Layout::insert(words(), bits_, hashes_, hash);
+    } else {
+      saturations_ += Layout::insert(words(), bits_, hashes_, hash);
+    }
     ++size_;
+    return Status::kOk;
+  }
+
+  Status erase_hash(std::uint64_t hash) noexcept {
+    if (!Layout::erase(words(), bits_, hashes_, hash)) return Status::kNotFound;
+    --size_;
     return Status::kOk;
   }
 
@@ -379,10 +504,12 @@ class BasicBloomFilter {
   unsigned hashes_;
   std::uint64_t seed_;
   std::size_t size_ = 0;
+  std::uint64_t saturations_ = 0;  // counting layout: see saturations()
   detail::PageBuffer buffer_;
 };
 
 using BloomFilter = BasicBloomFilter<detail::StandardBloomLayout>;
 using BlockedBloomFilter = BasicBloomFilter<detail::BlockedBloomLayout>;
+using CountingBloomFilter = BasicBloomFilter<detail::CountingBloomLayout>;
 
 }  // namespace ccf

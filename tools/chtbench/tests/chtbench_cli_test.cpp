@@ -43,8 +43,8 @@ TEST(Cli, ListsEveryStructureOnePerLine) {
     EXPECT_NE(o.out.find(s.name + " "), std::string::npos) << s.name;
   }
   for (const char* name :
-       {"cuckoo-filter", "cuckoo-filter-semisorted", "bloom", "blocked-bloom", "tbb-hash-map",
-        "urcu-hash-table", "std-set-rwlock", "absl-set-rwlock"}) {
+       {"cuckoo-filter", "cuckoo-filter-semisorted", "bloom", "blocked-bloom", "counting-bloom",
+        "tbb-hash-map", "urcu-hash-table", "std-set-rwlock", "absl-set-rwlock"}) {
     EXPECT_NE(registry().find(name), nullptr) << name;
   }
   EXPECT_EQ(static_cast<std::size_t>(std::count(o.out.begin(), o.out.end(), '\n')),

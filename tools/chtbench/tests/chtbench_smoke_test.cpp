@@ -76,7 +76,9 @@ TEST_P(SmokeFilter, Filter) {
   EXPECT_GT(r.items, c.capacity * 9 / 10);
   EXPECT_EQ(r.false_negatives, 0u);
   EXPECT_GT(r.fpr, 0);
-  EXPECT_LT(r.fpr, 0.05);  // 12 bits: ~0.2% for cuckoo, ~0.3-0.5% for Bloom
+  // 12 bits: ~0.2% for cuckoo, ~0.3-0.5% for Bloom; 24% for the counting Bloom filter, whose
+  // 4-bit counters leave it 3 positions per item (k = 2).
+  EXPECT_LT(r.fpr, info().name == "counting-bloom" ? 0.3 : 0.05);
   // At this tiny size fixed overheads (lock stripes, counters) may dominate: check the
   // accounting, and that no filter stores 12-bit fingerprints in less than 10 bits.
   EXPECT_DOUBLE_EQ(r.bits_per_item,
