@@ -26,9 +26,10 @@ std::string shell_quoted(const std::string& text) {
 // the rest.
 constexpr double kLegendColumn = 0.8;
 
-// Markers (gnuplot point types) that stay distinguishable next to the 9 colours: with both,
-// 18 series look different.
-constexpr std::array<int, 6> kMarkers = {5, 7, 9, 11, 13, 4};
+// Markers (gnuplot point types) that stay distinguishable next to the 9 colours. 7 markers, a
+// count prime to 9: colour and marker repeat together only after 63 series, so no two of the
+// registry's structures look alike in one figure.
+constexpr std::array<int, 7> kMarkers = {5, 7, 9, 11, 13, 4, 6};
 
 int style_of(const Series& s, std::size_t position) {
   return s.style >= 0 ? s.style : static_cast<int>(position);
