@@ -41,6 +41,9 @@
 //                                   slot; false (nothing of fp stored) if the path changed
 //   count(bucket, delta), items(), clear_count()   the item count (exact when quiescent)
 //   memory_bytes()                                 what the policy's state costs
+//   static constexpr bool kPrefetchLookups (optional, default true): whether a single lookup
+//                               prefetches its buckets before read(); false where read() loads
+//                               them at once and the prefetch would only cost instructions
 //
 // Guarantees
 // - No false negatives: an item inserted (insert returned kOk) and not erased is always found,
@@ -123,6 +126,13 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
   friend class detail::OccupancyApi<BasicCuckooFilter>;
   using Api = detail::KeyApi<BasicCuckooFilter>;
   static constexpr bool kExclusive = Policy::kExclusive;
+  static constexpr bool kPrefetchLookups = [] {
+    if constexpr (requires { Policy::kPrefetchLookups; }) {
+      return Policy::kPrefetchLookups;
+    } else {
+      return true;
+    }
+  }();
 
  public:
   using table_type = Table;
@@ -404,7 +414,7 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
     return detail::prefetch_both(table_, locate(hash));
   }
   bool contains_hash(std::uint64_t hash) const {
-    const Location at = stage_lookup(hash);
+    const Location at = kPrefetchLookups ? stage_lookup(hash) : locate(hash);
     return policy_.template operation<sync::Access::kRead>([&] { return lookup(at); });
   }
   std::size_t count_hash(std::uint64_t hash) const {

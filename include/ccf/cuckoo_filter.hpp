@@ -26,6 +26,9 @@ class Unsynchronized : public detail::ExclusiveSections {
  public:
   static constexpr std::size_t kBatchChunk = std::numeric_limits<std::size_t>::max();
   static constexpr std::string_view kName = "";
+  // A lookup loads its two buckets right away: a prefetch first only adds instructions (plain
+  // negative lookups at 2^26 items: 11% faster without it).
+  static constexpr bool kPrefetchLookups = false;
 
   using ExclusiveSections::ExclusiveSections;
 
