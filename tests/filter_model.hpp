@@ -49,6 +49,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -99,9 +100,11 @@ struct ModelConfig {
 
 struct ModelReport {
   std::uint64_t operations = 0;
-  std::uint64_t inserts = 0;  // returned kOk (copies included)
-  std::uint64_t copies = 0;   // inserts of a key already live
-  std::uint64_t full = 0;     // inserts that returned kFull
+  std::uint64_t inserts = 0;       // returned kOk (copies included)
+  std::uint64_t copies = 0;        // inserts of a key already live
+  std::uint64_t full = 0;          // inserts that returned kFull
+  std::uint64_t batches = 0;       // insert_many calls
+  std::uint64_t batches_full = 0;  // ... that stopped at kFull
   std::uint64_t erases = 0;
   std::uint64_t lookups = 0;         // of live keys, as operations
   std::uint64_t random_lookups = 0;  // of never-inserted keys
@@ -121,6 +124,8 @@ struct ModelReport {
     inserts += other.inserts;
     copies += other.copies;
     full += other.full;
+    batches += other.batches;
+    batches_full += other.batches_full;
     erases += other.erases;
     lookups += other.lookups;
     random_lookups += other.random_lookups;
@@ -239,6 +244,9 @@ class ModelDriver {
   }
 
   bool insert(Filter& filter, bool exact_size) {
+    if constexpr (requires(std::span<const std::uint64_t> keys) { filter.insert_many(keys); }) {
+      if (rng_() % 4 == 0) return insert_batch(filter, exact_size);
+    }
     std::uint64_t k;
     bool copy = false;
     if (!live_.empty() && rng_() % 10 == 0) {
@@ -265,6 +273,47 @@ class ModelDriver {
                               std::to_string(size_before) + " to " + std::to_string(filter.size()));
     }
     return sweep(filter, "sweep right after kFull");
+  }
+
+  // insert_many of 1-24 keys, fresh ones and copies of live ones (a key may repeat in the
+  // batch): the leading `stored` of them are in, the rest are not (exact size), and a batch
+  // cut short by kFull changed nothing else.
+  bool insert_batch(Filter& filter, bool exact_size) {
+    std::vector<std::uint64_t> batch(1 + rng_() % 24);
+    std::unordered_map<std::uint64_t, std::uint32_t> planned;  // copies after the batch
+    for (std::uint64_t& k : batch) {
+      k = key(key_space_, next_fresh_++);
+      if (!live_.empty() && rng_() % 10 == 0) {
+        const std::uint64_t copy = live_[rng_() % live_.size()];
+        auto [at, fresh] = planned.try_emplace(copy, model_.at(copy).copies);
+        if (at->second < config_.max_copies) {
+          ++at->second;
+          k = copy;
+        }
+      }
+    }
+    ++report_.batches;
+    const std::size_t size_before = exact_size ? filter.size() : 0;
+    const std::size_t stored = filter.insert_many(std::span<const std::uint64_t>(batch));
+    if (stored > batch.size()) return fail(filter, "insert_many stored more keys than given");
+    for (std::size_t i = 0; i < stored; ++i) {
+      report_.copies += model_.contains(batch[i]);
+      add(batch[i]);
+      ++report_.inserts;
+    }
+    for (std::size_t i = 0; i < stored; ++i) {
+      if (!check(filter, batch[i], "a key insert_many stored")) return false;
+    }
+    if (exact_size && filter.size() != size_before + stored) {
+      return fail(filter, "insert_many stored " + std::to_string(stored) +
+                              " keys but size() went from " + std::to_string(size_before) + " to " +
+                              std::to_string(filter.size()));
+    }
+    if (stored == batch.size()) return true;
+    ++report_.full;
+    ++report_.batches_full;
+    saw_full_ = true;
+    return sweep(filter, "sweep right after a batch stopped at kFull");
   }
 
   bool erase(Filter& filter) {
@@ -405,11 +454,13 @@ inline std::string current_test_name() {
 inline void print_report(const ModelReport& r, unsigned threads) {
   std::printf(
       "[ model ] %s, %u thread(s): %llu ops (%llu inserts incl. %llu copies, %llu kFull, %llu "
+      "insert_many calls of which %llu stopped at kFull, %llu "
       "erases, %llu live lookups, %llu other lookups with %llu hits), %llu checks, %llu sweeps, "
       "%llu drains, %llu reloads, levels <= %zu, peak %zu copies: %s%s\n",
       current_test_name().c_str(), threads, static_cast<unsigned long long>(r.operations),
       static_cast<unsigned long long>(r.inserts), static_cast<unsigned long long>(r.copies),
-      static_cast<unsigned long long>(r.full), static_cast<unsigned long long>(r.erases),
+      static_cast<unsigned long long>(r.full), static_cast<unsigned long long>(r.batches),
+      static_cast<unsigned long long>(r.batches_full), static_cast<unsigned long long>(r.erases),
       static_cast<unsigned long long>(r.lookups), static_cast<unsigned long long>(r.random_lookups),
       static_cast<unsigned long long>(r.random_hits), static_cast<unsigned long long>(r.checks),
       static_cast<unsigned long long>(r.sweeps), static_cast<unsigned long long>(r.drains),
@@ -427,6 +478,7 @@ inline void expect_coverage(const ModelConfig& config, const ModelReport& r) {
     EXPECT_GT(r.levels, r.levels_at_drain) << "the filter never re-grew after a drain";
   } else {
     EXPECT_GT(r.full, 0u) << "no insert ever returned kFull";
+    EXPECT_GT(r.batches_full, 0u) << "no insert_many ever stopped at kFull";
     EXPECT_GT(r.drains, 0u) << "never drained after a full phase";
   }
 }

@@ -65,7 +65,9 @@
 //
 // Operations are O(1) expected. Batched lookups and inserts (contains_many, insert_many) hash
 // ahead and prefetch both buckets of upcoming keys, overlapping the cache misses that dominate
-// the cost of probing a large table.
+// the cost of probing a large table; insert_many also runs the path searches of the inserts
+// that find both buckets full in groups, a level of all of them in flight at once
+// (detail/key_api.hpp).
 #pragma once
 
 #include <algorithm>
@@ -445,6 +447,35 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
   }
   bool finish_lookup(const Location& at) const { return lookup(at); }
   Status finish_insert(const Location& at) { return insert_at(at); }
+  Status finish_erase(const Location& at) { return erase_at(at); }
+
+  // insert_many's overlapped path searches (detail/key_api.hpp), inside the batch's section.
+  using GroupSearch = detail::CuckooPathSearch<Table, Addr, detail::kGroupSearchDepth>;
+  using GroupPath = detail::CuckooPath<kSlots, detail::kGroupSearchDepth>;
+  // insert_at without the path search: false when neither bucket has room (or the victim slot
+  // is in use: insert_at then answers kFull). Both buckets are looked at first outside the
+  // policy's section: near full most inserts find no room, and then take no lock.
+  bool try_place(const Location& at) {
+    if constexpr (kExclusive) {
+      if (overflow_.victim.used) return false;
+    }
+    if (!table_.has_empty(at.primary) && !table_.has_empty(at.alternate)) return false;
+    return store_in_either(at);
+  }
+  void start_search(const Location& at, GroupSearch& search) const {
+    search.start(table_, addressing_, at.primary, at.alternate);
+  }
+  // Carries out a path the group search found, or inserts afresh if it no longer holds.
+  Status finish_along(const Location& at, const GroupPath& path) {
+    if constexpr (kExclusive) {
+      if (overflow_.victim.used) return Status::kFull;
+    }
+    if (detail::path_intact(table_, path) && policy_.move(table_, path, at.fp)) {
+      policy_.count(path.steps[path.length - 1].bucket, +1);
+      return Status::kOk;
+    }
+    return insert_at(at);
+  }
 
   // ---- the operations, once for every policy ----------------------------------------------
 

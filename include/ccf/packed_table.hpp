@@ -26,6 +26,7 @@
 
 #include "ccf/detail/bit_lanes.hpp"
 #include "ccf/detail/page_buffer.hpp"
+#include "ccf/detail/prefetch.hpp"
 
 namespace ccf {
 
@@ -70,8 +71,8 @@ class PackedTable {
   // second. Where both are one line the second prefetch merges with the first.
   void prefetch(std::size_t bucket) const noexcept {
     const std::byte* const first = storage_.data() + bucket * kBucketBytes;
-    __builtin_prefetch(first);
-    if constexpr (!kLoadsStayInOneLine) __builtin_prefetch(first + kLoadedBytes - 1);
+    detail::prefetch_line(first);
+    if constexpr (!kLoadsStayInOneLine) detail::prefetch_line(first + kLoadedBytes - 1);
   }
 
   bool contains(std::size_t bucket, std::uint32_t fp) const noexcept {

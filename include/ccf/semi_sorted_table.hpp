@@ -33,6 +33,7 @@
 
 #include "ccf/detail/bit_lanes.hpp"
 #include "ccf/detail/page_buffer.hpp"
+#include "ccf/detail/prefetch.hpp"
 
 namespace ccf {
 namespace detail {
@@ -119,8 +120,8 @@ class SemiSortedTable {
   // otherwise pay an unprefetched miss for the second.
   void prefetch(std::size_t bucket) const noexcept {
     const std::byte* const first = storage_.data() + bucket * kBucketBits / 8;
-    __builtin_prefetch(first);
-    __builtin_prefetch(first + 7);
+    detail::prefetch_line(first);
+    detail::prefetch_line(first + 7);
   }
 
   bool contains(std::size_t bucket, std::uint32_t fp) const noexcept {

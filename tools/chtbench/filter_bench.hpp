@@ -32,6 +32,9 @@ struct FilterBenchConfig {
   unsigned probe_ms = 300;             // duration of the limit_mops measurement
 };
 
+// Where construction_tail_mops starts: the share of the slots filled before it.
+inline constexpr double kTailFrom = 0.9;
+
 struct FilterResult {
   FilterBenchConfig config;
   std::size_t items = 0;  // stored before the first failure
@@ -46,6 +49,8 @@ struct FilterResult {
   std::uint64_t false_negatives = 0;  // must be 0
   double fpr = 0;
   double construction_mops = 0;
+  // Inserts from kTailFrom of the slots to --fill; NaN when the build did not get that far.
+  double construction_tail_mops = 0;
   double positive_mops = 0;
   double negative_mops = 0;
   double positive_batched_mops = 0;

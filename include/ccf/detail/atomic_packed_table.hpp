@@ -27,6 +27,7 @@
 
 #include "ccf/detail/bit_lanes.hpp"
 #include "ccf/detail/page_buffer.hpp"
+#include "ccf/detail/prefetch.hpp"
 
 namespace ccf {
 
@@ -59,8 +60,9 @@ class AtomicPackedTable {
   // Where both words share a line the second prefetch merges with the first.
   void prefetch(std::size_t bucket) const noexcept {
     const std::size_t bit = bucket * kBucketBits;
-    __builtin_prefetch(base() + bit / 64);
-    if constexpr (64 % kBucketBits != 0) __builtin_prefetch(base() + (bit + kBucketBits - 1) / 64);
+    detail::prefetch_line(base() + bit / 64);
+    if constexpr (64 % kBucketBits != 0)
+      detail::prefetch_line(base() + (bit + kBucketBits - 1) / 64);
   }
 
   // The bucket's bits. Acquire pairs with a writer's release store() (see the header).

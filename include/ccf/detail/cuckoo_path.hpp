@@ -24,10 +24,13 @@
 // discovery phase.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <type_traits>
 
 namespace ccf::detail {
 
@@ -40,6 +43,10 @@ constexpr unsigned kDefaultPathDepth = Slots == 2   ? 8
 // victim slot, and so reach the sequential filter's load only with the deeper search.
 template <unsigned Slots>
 constexpr unsigned kConcurrentPathDepth = kDefaultPathDepth<Slots> + 1;
+
+// Depth of the searches a batch of inserts runs together (detail/key_api.hpp): near 95% load
+// nearly every search ends within two levels; the rest take the filter's own, deeper search.
+constexpr unsigned kGroupSearchDepth = 2;
 
 template <unsigned Slots, unsigned MaxDepth>
 struct CuckooPathLimits {
@@ -95,72 +102,157 @@ std::array<std::uint32_t, Table::kSlots> bucket_fingerprints(const Table& table,
   }
 }
 
-// Returns true and fills `path` if some bucket within kMaxDepth displacements of i1 or i2 has
-// an empty slot.
+// One breadth-first search, a level at a time: expand() reads the current level's buckets and
+// prefetches their children, scan() looks for room among those children. find_cuckoo_path
+// alternates the two; find_cuckoo_paths_together runs several searches in lockstep, so that
+// the children of all of them are in flight at once (one memory latency per level for the
+// whole group instead of one per level per search). Nodes live in the object (MaxDepth 5,
+// b = 4: 2,730 nodes, 87 KiB): a search that may go deep belongs on one thread's stack once,
+// a group of shallow ones (MaxDepth 2: 42 nodes) is small.
 template <class Table, class Addressing, unsigned MaxDepth>
-bool find_cuckoo_path(const Table& table, const Addressing& addressing, std::uint64_t i1,
-                      std::uint64_t i2, CuckooPath<Table::kSlots, MaxDepth>& path) {
+class CuckooPathSearch {
+ public:
+  static constexpr unsigned kMaxDepth = MaxDepth;
+
+  CuckooPathSearch() = default;
+  CuckooPathSearch(const Table& table, const Addressing& addressing, std::uint64_t i1,
+                   std::uint64_t i2) {
+    start(table, addressing, i1, i2);
+  }
+
+  void start(const Table& table, const Addressing& addressing, std::uint64_t i1, std::uint64_t i2) {
+    if constexpr (kHeldByValue) {
+      table_ = table;
+    } else {
+      table_ = &table;
+    }
+    addressing_ = &addressing;
+    count_ = 0;
+    level_begin_ = 0;
+    level_end_ = 0;
+    depth_ = 0;
+    nodes_[count_++] = {i1, -1, 0, 0, 0, 0};
+    if (i2 != i1) nodes_[count_++] = {i2, -1, 0, 0, 0, 1};
+  }
+
+  // Expands the deepest level into the next one, prefetching every child; false when the
+  // search is at its depth limit (nothing was read).
+  bool expand() {
+    if (depth_ == kMaxDepth) return false;
+    ++depth_;
+    level_begin_ = level_end_;
+    level_end_ = count_;
+    for (std::size_t n = level_begin_; n < level_end_; ++n) {
+      const auto fps = bucket_fingerprints(table(), nodes_[n].bucket);
+      for (unsigned slot = 0; slot < Table::kSlots; ++slot) {
+        const std::uint32_t fp = fps[slot];
+        if (fp == 0) continue;  // only in a table that changed under a concurrent search
+        const std::uint64_t child = addressing_->alternate(nodes_[n].bucket, fp);
+        if (on_chain(static_cast<std::int32_t>(n), child)) continue;
+        table().prefetch(child);
+        const std::uint32_t code = nodes_[n].code | slot << (1 + (depth_ - 1) * kSlotBits);
+        nodes_[count_++] = {child,
+                            static_cast<std::int32_t>(n),
+                            fp,
+                            static_cast<std::uint8_t>(slot),
+                            static_cast<std::uint8_t>(depth_),
+                            code};
+      }
+    }
+    return true;
+  }
+
+  // Looks for a child of the last expand() with an empty slot; fills `path` (of any depth at
+  // least this search's) and returns true at the first.
+  template <unsigned PathDepth>
+  bool scan(CuckooPath<Table::kSlots, PathDepth>& path) const {
+    static_assert(PathDepth >= MaxDepth, "the path must hold the search's deepest path");
+    for (std::size_t n = level_end_; n < count_; ++n) {
+      if (!table().has_empty(nodes_[n].bucket)) continue;
+      path.length = depth_ + 1;
+      path.code = nodes_[n].code;
+      for (std::int32_t at = static_cast<std::int32_t>(n); at >= 0; at = nodes_[at].parent) {
+        const unsigned step = nodes_[at].depth;
+        path.steps[step].bucket = nodes_[at].bucket;
+        if (step > 0) {
+          path.steps[step - 1].slot = nodes_[at].slot;
+          path.steps[step - 1].fp = nodes_[at].fp;
+        }
+      }
+      return true;
+    }
+    return false;
+  }
+
+ private:
   using Limits = CuckooPathLimits<Table::kSlots, MaxDepth>;
+  static constexpr unsigned kSlotBits = CuckooPath<Table::kSlots, MaxDepth>::kSlotBits;
   struct Node {
     std::uint64_t bucket;
-    std::int32_t parent;  // index into nodes, -1 for a root
+    std::int32_t parent;  // index into nodes_, -1 for a root
     std::uint32_t fp;     // the parent's fingerprint that leads here
     std::uint8_t slot;    // the parent's slot holding it
     std::uint8_t depth;
     std::uint32_t code;  // the path from the root, compressed (CuckooPath::code)
   };
-  using Path = CuckooPath<Table::kSlots, MaxDepth>;
-  std::array<Node, Limits::kMaxNodes> nodes;
-  std::size_t count = 0;
-  nodes[count++] = {i1, -1, 0, 0, 0, 0};
-  if (i2 != i1) nodes[count++] = {i2, -1, 0, 0, 0, 1};
 
-  const auto on_chain = [&](std::int32_t index, std::uint64_t bucket) {
-    for (; index >= 0; index = nodes[index].parent) {
-      if (nodes[index].bucket == bucket) return true;
+  // A view of a table (a small copyable handle, as the lock-free filter's view of one level)
+  // is kept by value, so a caller may pass a temporary; a table itself by address.
+  static constexpr bool kHeldByValue =
+      std::is_trivially_copyable_v<Table> && sizeof(Table) <= 2 * sizeof(void*);
+  const Table& table() const noexcept {
+    if constexpr (kHeldByValue) {
+      return table_;
+    } else {
+      return *table_;
+    }
+  }
+
+  bool on_chain(std::int32_t index, std::uint64_t bucket) const {
+    for (; index >= 0; index = nodes_[index].parent) {
+      if (nodes_[index].bucket == bucket) return true;
     }
     return false;
-  };
+  }
 
-  std::size_t level_begin = 0;
-  for (unsigned depth = 1; depth <= Limits::kMaxDepth; ++depth) {
-    const std::size_t level_end = count;
-    // Expand the whole level first, prefetching every child ...
-    for (std::size_t n = level_begin; n < level_end; ++n) {
-      const auto fps = bucket_fingerprints(table, nodes[n].bucket);
-      for (unsigned slot = 0; slot < Table::kSlots; ++slot) {
-        const std::uint32_t fp = fps[slot];
-        if (fp == 0) continue;  // only in a table that changed under a concurrent search
-        const std::uint64_t child = addressing.alternate(nodes[n].bucket, fp);
-        if (on_chain(static_cast<std::int32_t>(n), child)) continue;
-        table.prefetch(child);
-        const std::uint32_t code = nodes[n].code | slot << (1 + (depth - 1) * Path::kSlotBits);
-        nodes[count++] = {child,
-                          static_cast<std::int32_t>(n),
-                          fp,
-                          static_cast<std::uint8_t>(slot),
-                          static_cast<std::uint8_t>(depth),
-                          code};
-      }
-    }
-    // ... then look for room among the children, whose misses now overlap.
-    for (std::size_t n = level_end; n < count; ++n) {
-      if (!table.has_empty(nodes[n].bucket)) continue;
-      path.length = depth + 1;
-      path.code = nodes[n].code;
-      for (std::int32_t at = static_cast<std::int32_t>(n); at >= 0; at = nodes[at].parent) {
-        const unsigned step = nodes[at].depth;
-        path.steps[step].bucket = nodes[at].bucket;
-        if (step > 0) {
-          path.steps[step - 1].slot = nodes[at].slot;
-          path.steps[step - 1].fp = nodes[at].fp;
-        }
-      }
-      return true;
-    }
-    level_begin = level_end;
+  std::conditional_t<kHeldByValue, Table, const Table*> table_{};
+  const Addressing* addressing_ = nullptr;
+  std::size_t count_ = 0;
+  std::size_t level_begin_ = 0, level_end_ = 0;  // the level expand() reads next: [end, count)
+  unsigned depth_ = 0;
+  std::array<Node, Limits::kMaxNodes> nodes_;
+};
+
+// Returns true and fills `path` if some bucket within MaxDepth displacements of i1 or i2 has
+// an empty slot.
+template <class Table, class Addressing, unsigned MaxDepth>
+bool find_cuckoo_path(const Table& table, const Addressing& addressing, std::uint64_t i1,
+                      std::uint64_t i2, CuckooPath<Table::kSlots, MaxDepth>& path) {
+  CuckooPathSearch<Table, Addressing, MaxDepth> search(table, addressing, i1, i2);
+  while (search.expand()) {
+    if (search.scan(path)) return true;
   }
   return false;
+}
+
+// Runs searches[i] (each start()ed) in lockstep, a level at a time: every search expands (so
+// the children of all are in flight together), then every search still going scans. found[i]
+// says whether paths[i] holds searches[i]'s shortest path.
+template <class Search, class Path>
+void find_cuckoo_paths_together(std::span<Search> searches, std::span<Path> paths,
+                                std::span<bool> found) {
+  std::fill(found.begin(), found.begin() + searches.size(), false);
+  std::size_t going = searches.size();
+  for (unsigned depth = 1; depth <= Search::kMaxDepth && going > 0; ++depth) {
+    for (std::size_t i = 0; i < searches.size(); ++i) {
+      if (!found[i]) searches[i].expand();
+    }
+    for (std::size_t i = 0; i < searches.size(); ++i) {
+      if (found[i] || !searches[i].scan(paths[i])) continue;
+      found[i] = true;
+      --going;
+    }
+  }
 }
 
 // True if `path` can still be carried out: every step's slot still holds the fingerprint the

@@ -1,18 +1,24 @@
 // The key-level API that every cuckoo filter offers, written once (CRTP): 64-bit integer keys
 // and byte strings, hashed with the filter's seed (hash.hpp) and passed to the filter's
 // insert_hash / contains_hash / erase_hash; batched operations through its stage_lookup(hash)
-// (locate and prefetch; returns what the finishing step needs), finish_lookup(staged) and
-// finish_insert(staged). A filter derives from KeyApi<Filter>, declares it a friend, and
-// provides those six and seed().
+// (locate and prefetch; returns what the finishing step needs), finish_lookup(staged),
+// finish_insert(staged) and finish_erase(staged), and, for insert_many's overlapped path
+// searches, try_place(staged) (the insert without a path search), GroupSearch (a shallow
+// detail::CuckooPathSearch), start_search(staged, search) and finish_along(staged, path) (the
+// insert along a path a group search found). A filter derives from KeyApi<Filter>, declares it
+// a friend, and provides those and seed().
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <stdexcept>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
+#include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/software_pipeline.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
@@ -85,26 +91,100 @@ class KeyApi {
     return hits;
   }
 
-  // Inserts keys in order and stops at the first kFull: returns how many leading keys were
-  // stored (keys.size() unless the filter filled up). Pipelined as contains_many, so an insert
-  // that finds room in one of its buckets costs no memory latency of its own. In a concurrent
-  // filter each insert is linearizable on its own; the batch is not atomic.
+  // Inserts keys and stops at the first kFull: returns how many leading keys were stored
+  // (keys.size() unless the filter filled up), and the keys after those are not stored.
+  // Pipelined as contains_many, so an insert that finds room in one of its buckets costs no
+  // memory latency of its own. In a concurrent filter each insert is linearizable on its own;
+  // the batch is not atomic.
+  //
+  // The inserts that find both buckets full wait in a group of kGroup, whose path searches run
+  // together: a level of every search is in flight at once (find_cuckoo_paths_together), so
+  // near full a batch pays about one memory latency per level for the whole group instead of
+  // one per level per insert. The waiting inserts then complete in key order, each along its
+  // path, or through the filter's full insert where the group search found none within
+  // kGroupSearchDepth or the path changed meanwhile. Keys therefore land out of order: when
+  // one fails, the keys after it that were already stored are erased again (a concurrent reader
+  // may have seen them in between) and the failed one is retried, since those removals may
+  // have made room. The batch stops only at a key that finds no room while no later key is in
+  // the filter.
   template <class Key>
-  std::size_t insert_many(std::span<const Key> keys) noexcept(
-      noexcept(std::declval<Filter&>().insert_hash(0))) {
-    std::size_t stored = 0;
-    detail::software_pipeline(
-        keys.size(),
-        [&](std::size_t i) { return self().stage_lookup(hash_key(keys[i], self().seed())); },
-        [&](std::size_t, const auto& staged) {
-          if (self().finish_insert(staged) != Status::kOk) return false;
-          ++stored;
-          return true;
-        });
-    return stored;
+  std::size_t insert_many(std::span<const Key> keys) {
+    for (std::size_t begin = 0;;) {
+      const std::size_t failed = begin + insert_run(keys.subspan(begin));
+      if (failed == keys.size()) return failed;
+      const auto staged = self().stage_lookup(hash_key(keys[failed], self().seed()));
+      if (self().finish_insert(staged) != Status::kOk) return failed;
+      begin = failed + 1;
+    }
   }
 
  private:
+  // Waiting inserts per group: their first levels are 8 x 2b buckets in flight (64 at b = 4),
+  // about what a core's miss buffers hold.
+  static constexpr std::size_t kGroup = 8;
+
+  // Stores keys until one fails; returns its index (keys.size() if none did), with exactly the
+  // keys before it stored.
+  template <class Key>
+  std::size_t insert_run(std::span<const Key> keys) {
+    using Staged = std::remove_cvref_t<decltype(self().stage_lookup(0))>;
+    using Search = typename Filter::GroupSearch;
+    using Path = CuckooPath<Filter::kSlots, kGroupSearchDepth>;
+    struct Waiting {
+      std::size_t index;
+      Staged staged;
+    };
+    std::array<Waiting, kGroup> waiting;
+    std::array<Search, kGroup> searches;
+    std::array<Path, kGroup> paths;
+    std::array<bool, kGroup> found;
+    std::size_t count = 0;
+    std::size_t failed = keys.size();  // the first key not stored
+    std::size_t failed_at = 0;         // its place in `waiting`; those after it are not stored
+    const auto complete_group = [&] {
+      for (std::size_t i = 0; i < count; ++i) self().start_search(waiting[i].staged, searches[i]);
+      find_cuckoo_paths_together(std::span(searches.data(), count), std::span(paths.data(), count),
+                                 std::span(found.data(), count));
+      for (std::size_t i = 0; i < count; ++i) {
+        const Waiting& w = waiting[i];
+        const Status status =
+            found[i] ? self().finish_along(w.staged, paths[i]) : self().finish_insert(w.staged);
+        if (status != Status::kOk) {
+          failed = w.index;
+          failed_at = i;
+          return false;
+        }
+      }
+      count = 0;
+      return true;
+    };
+    std::size_t visited = 0;
+    detail::software_pipeline(
+        keys.size(),
+        [&](std::size_t i) { return self().stage_lookup(hash_key(keys[i], self().seed())); },
+        [&](std::size_t i, const Staged& staged) {
+          visited = i + 1;
+          if (self().try_place(staged)) return true;
+          waiting[count++] = {i, staged};
+          return count < kGroup || complete_group();
+        });
+    if (failed == keys.size() && (count == 0 || complete_group())) return keys.size();
+    // The keys after the failed one that were stored (placed at once, or earlier in its group)
+    // are taken out again.
+    const auto still_waiting = [&](std::size_t index) {
+      for (std::size_t i = failed_at + 1; i < count; ++i) {
+        if (waiting[i].index == index) return true;
+      }
+      return false;
+    };
+    for (std::size_t i = failed + 1; i < visited; ++i) {
+      if (!still_waiting(i)) {
+        self().finish_erase(self().stage_lookup(hash_key(keys[i], self().seed())));
+      }
+    }
+    return failed;
+  }
+
   Filter& self() noexcept { return static_cast<Filter&>(*this); }
   const Filter& self() const noexcept { return static_cast<const Filter&>(*this); }
 };

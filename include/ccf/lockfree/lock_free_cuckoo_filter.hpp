@@ -92,6 +92,7 @@
 #include "ccf/detail/nested_addressing.hpp"
 #include "ccf/detail/occupancy_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
+#include "ccf/detail/prefetch.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/filter_options.hpp"
 #include "ccf/hash.hpp"
@@ -312,23 +313,24 @@ class LockFreeCuckooFilter
   using Location = detail::Location;
 
   // The table interface find_cuckoo_path reads through (never writes).
+  // A handle (two pointers): the group searches of insert_many keep it by value.
   struct LevelView {
     static constexpr unsigned kSlots = LockFreeCuckooFilter::kSlots;
-    const LockFreeCuckooFilter& filter;
-    const Level& level;
+    const LockFreeCuckooFilter* filter = nullptr;
+    const Level* level = nullptr;
     std::uint32_t read(std::uint64_t bucket, unsigned slot) const {
-      return BucketLanes::get(filter.bucket_bits(level, bucket), slot);
+      return BucketLanes::get(filter->bucket_bits(*level, bucket), slot);
     }
     std::array<std::uint32_t, kSlots> fingerprints(std::uint64_t bucket) const {
-      const std::uint64_t bits = filter.bucket_bits(level, bucket);
+      const std::uint64_t bits = filter->bucket_bits(*level, bucket);
       std::array<std::uint32_t, kSlots> fps;
       for (unsigned slot = 0; slot < kSlots; ++slot) fps[slot] = BucketLanes::get(bits, slot);
       return fps;
     }
     bool has_empty(std::uint64_t bucket) const {
-      return BucketLanes::zero_lanes(filter.bucket_bits(level, bucket)) != 0;
+      return BucketLanes::zero_lanes(filter->bucket_bits(*level, bucket)) != 0;
     }
-    void prefetch(std::uint64_t bucket) const { filter.prefetch(level, bucket); }
+    void prefetch(std::uint64_t bucket) const { filter->prefetch(*level, bucket); }
   };
 
   LockFreeCuckooFilter(std::uint64_t buckets, std::size_t capacity, const Options& options,
@@ -431,8 +433,8 @@ class LockFreeCuckooFilter
 
   void prefetch(const Level& level, std::uint64_t bucket) const noexcept {
     const SlotRef first = slot_ref(bucket, 0);
-    __builtin_prefetch(&level.words[first.word]);
-    __builtin_prefetch(&level.words[last_word(first)]);
+    detail::prefetch_line(&level.words[first.word]);
+    detail::prefetch_line(&level.words[last_word(first)]);
   }
 
   std::uint64_t counter(const Level& level, std::uint64_t bucket) const {
@@ -450,7 +452,7 @@ class LockFreeCuckooFilter
   }
 
   Location prefetch_both(const Level& level, const Location& at) const noexcept {
-    return detail::prefetch_both(LevelView{*this, level}, at);
+    return detail::prefetch_both(LevelView{this, &level}, at);
   }
 
   // The newest level (the one inserts go to, and scans start from).
@@ -576,6 +578,38 @@ class LockFreeCuckooFilter
     return insert_from(k, s.hash, k == s.level ? s.at : locate(levels_[k], s.hash));
   }
 
+  // insert_many's overlapped path searches (detail/key_api.hpp).
+  using GroupSearch = detail::CuckooPathSearch<LevelView, Addressing, detail::kGroupSearchDepth>;
+  using GroupPath = detail::CuckooPath<kSlots, detail::kGroupSearchDepth>;
+  // The insert without a path search: false when neither bucket has room, or the filter grew
+  // since staging (finish_insert then locates the key in the new level).
+  bool try_place(const StagedLookup& s) {
+    if (top() != s.level) return false;
+    Level& level = levels_[s.level];
+    if (!place(level, s.at.primary, s.at.fp) && !place(level, s.at.alternate, s.at.fp)) {
+      return false;
+    }
+    items_.add(1);
+    return true;
+  }
+  void start_search(const StagedLookup& s, GroupSearch& search) const {
+    const Level& level = levels_[s.level];
+    search.start(LevelView{this, &level}, level.addressing, s.at.primary, s.at.alternate);
+  }
+  // Migrates along a path the group search found (re-validated step by step), or inserts
+  // afresh if it no longer holds.
+  Status finish_along(const StagedLookup& s, const GroupPath& path) {
+    if (top() == s.level) {
+      if (migrate(levels_[s.level], s.at, path.code, path.length)) {
+        items_.add(1);
+        return Status::kOk;
+      }
+      restarts_.add(1);
+    }
+    return finish_insert(s);
+  }
+  Status finish_erase(const StagedLookup& s) { return erase_hash(s.hash); }
+
   // Inserts into level k (at its location `at`), growing the filter when it is full.
   // The common case (a free slot in either bucket) is inline; the rest -- path search,
   // migration, growth -- is out of line, so that an insert's hot path stays a few dozen
@@ -605,7 +639,7 @@ class LockFreeCuckooFilter
   bool insert_in_level(Level& level, const Location& at) {
     for (;;) {
       if (place(level, at.primary, at.fp) || place(level, at.alternate, at.fp)) return true;
-      const LevelView view{*this, level};
+      const LevelView view{this, &level};
       if (view.has_empty(at.primary) || view.has_empty(at.alternate)) continue;
       detail::CuckooPath<kSlots, kPathDepth> path;
       if (!detail::find_cuckoo_path(view, level.addressing, at.primary, at.alternate, path)) {

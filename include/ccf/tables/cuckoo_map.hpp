@@ -78,6 +78,7 @@
 #include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/map_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
+#include "ccf/detail/prefetch.hpp"
 #include "ccf/detail/table_generations.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
@@ -280,8 +281,8 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     // Both lines a bucket may straddle.
     void prefetch(std::uint64_t b) const noexcept {
       const auto* first = reinterpret_cast<const char*>(&bucket[b]);
-      __builtin_prefetch(first);
-      __builtin_prefetch(first + sizeof(Bucket) - 1);
+      detail::prefetch_line(first);
+      detail::prefetch_line(first + sizeof(Bucket) - 1);
     }
 
     std::size_t memory_bytes() const noexcept { return storage.reserved_bytes(); }

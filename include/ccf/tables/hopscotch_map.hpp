@@ -60,6 +60,7 @@
 #include "ccf/detail/clht_sizing.hpp"
 #include "ccf/detail/map_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
+#include "ccf/detail/prefetch.hpp"
 #include "ccf/detail/table_generations.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
@@ -98,7 +99,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
     const std::uint64_t h = detail::ClhtSizing::hash(key);
     const Table& table = *tables_.current();
     const std::uint64_t home = table.home(h);
-    __builtin_prefetch(&table.buckets[home]);
+    detail::prefetch_line(&table.buckets[home]);
     const std::uint64_t segment = home / kSegment;
     return stripes_.read(segment, segment, [&]() -> std::optional<std::uint64_t> {
       const auto at = table.locate(home, key);
