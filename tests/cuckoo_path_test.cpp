@@ -10,7 +10,10 @@
 #include <deque>
 #include <random>
 #include <set>
+#include <span>
 #include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "ccf/detail/addressing.hpp"
 #include "ccf/packed_table.hpp"
@@ -37,6 +40,38 @@ unsigned shortest_depth(const Table& table, const Addressing& addressing, std::u
   return 0;
 }
 
+// The same searches run in lockstep (find_cuckoo_paths_together, whole levels at a time) find
+// exactly the paths find_cuckoo_path finds alone (a few parents at a time): the pair `roots`
+// and three random pairs of full buckets, all in one group.
+template <class Table, class Addressing>
+void expect_group_agrees(const Table& table, const Addressing& addressing,
+                         std::pair<std::uint64_t, std::uint64_t> roots, std::mt19937_64& rng) {
+  using Path = ccf::detail::CuckooPath<4>;
+  using Search = ccf::detail::CuckooPathSearch<Table, Addressing, Path::kMaxDepth>;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> pairs{roots};
+  while (pairs.size() < 4) {
+    const std::uint64_t hash = rng();
+    const std::uint64_t i1 = addressing.index(hash);
+    const std::uint64_t i2 = addressing.alternate(i1, addressing.fingerprint(hash));
+    if (!table.has_empty(i1) && !table.has_empty(i2)) pairs.emplace_back(i1, i2);
+  }
+  std::vector<Search> searches(pairs.size());
+  std::vector<Path> paths(pairs.size());
+  bool found[4];
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    searches[i].start(table, addressing, pairs[i].first, pairs[i].second);
+  }
+  ccf::detail::find_cuckoo_paths_together(std::span(searches), std::span(paths), std::span(found));
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    Path alone;
+    ASSERT_EQ(found[i], ccf::detail::find_cuckoo_path(table, addressing, pairs[i].first,
+                                                      pairs[i].second, alone));
+    if (!found[i]) continue;
+    ASSERT_EQ(paths[i].length, alone.length);
+    ASSERT_EQ(paths[i].code, alone.code);
+  }
+}
+
 TEST(CuckooPath, PathsAreValidShortestAndDecodable) {
   constexpr std::size_t kBuckets = 4096;
   ccf::PackedTable<12, 4> table(kBuckets);
@@ -54,7 +89,9 @@ TEST(CuckooPath, PathsAreValidShortestAndDecodable) {
     ++searched;
     const unsigned shortest = shortest_depth(table, addressing, i1, i2, Path::kMaxDepth);
     Path path;
-    if (!ccf::detail::find_cuckoo_path(table, addressing, i1, i2, path)) {
+    const bool has_path = ccf::detail::find_cuckoo_path(table, addressing, i1, i2, path);
+    expect_group_agrees(table, addressing, {i1, i2}, rng);
+    if (!has_path) {
       ASSERT_EQ(shortest, 0u) << "no path reported, but one of " << shortest << " moves exists";
       ++failed;
       continue;

@@ -11,9 +11,13 @@
 //
 // Why breadth-first rather than the reference design's random walk: a random walk is a chain of
 // DEPENDENT cache misses (each kick must read the bucket it lands in before choosing the next).
-// Here every bucket of a level is prefetched before any of them is read, so a level costs about
-// one memory latency however wide it is, and the path found is the shortest (fewest moves).
-// Near 95% load most inserts finish within one or two levels.
+// Here the children of up to 8 buckets of a level are prefetched before any of them is read, so
+// such a round costs about one memory latency however many children it has, and the path
+// found is the shortest (fewest moves). Near 95% load most inserts finish within one or two
+// levels; a deeper level is read in rounds, because one of its first few dozen buckets usually
+// has room, and prefetching all of it (512 buckets at depth 4, b = 4) cost more than the
+// latencies the rounds add (batched tail inserts 1.09x (striped) and 1.13x (lock-free) faster
+// with rounds, docs/benchmarks.md).
 //
 // A path never visits a bucket twice (children already on their own ancestor chain are not
 // expanded), so executing a path moves each fingerprint exactly once and every move takes a
@@ -29,6 +33,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <type_traits>
 
@@ -102,11 +107,14 @@ std::array<std::uint32_t, Table::kSlots> bucket_fingerprints(const Table& table,
   }
 }
 
-// One breadth-first search, a level at a time: expand() reads the current level's buckets and
-// prefetches their children, scan() looks for room among those children. find_cuckoo_path
-// alternates the two; find_cuckoo_paths_together runs several searches in lockstep, so that
+// One breadth-first search, expanded in steps: expand() reads buckets of the level being
+// expanded and prefetches their children, scan() looks for room among the children not yet
+// scanned. find_cuckoo_path alternates the two, a few parents at a time, so a deep level's
+// children are prefetched in small rounds and a search that finds room early stops early;
+// find_cuckoo_paths_together runs several searches in lockstep, a whole level each, so that
 // the children of all of them are in flight at once (one memory latency per level for the
-// whole group instead of one per level per search). Nodes live in the object (MaxDepth 5,
+// whole group instead of one per level per search). Either way the path found is the first
+// child with room in breadth-first order: the shortest. Nodes live in the object (MaxDepth 5,
 // b = 4: 2,730 nodes, 87 KiB): a search that may go deep belongs on one thread's stack once,
 // a group of shallow ones (MaxDepth 2: 42 nodes) is small.
 template <class Table, class Addressing, unsigned MaxDepth>
@@ -128,21 +136,25 @@ class CuckooPathSearch {
     }
     addressing_ = &addressing;
     count_ = 0;
-    level_begin_ = 0;
-    level_end_ = 0;
-    depth_ = 0;
     nodes_[count_++] = {i1, -1, 0, 0, 0, 0};
     if (i2 != i1) nodes_[count_++] = {i2, -1, 0, 0, 0, 1};
+    next_ = level_end_ = 0;
+    scanned_ = count_;  // the roots are full: the caller found no room in them
+    depth_ = 0;
   }
 
-  // Expands the deepest level into the next one, prefetching every child; false when the
-  // search is at its depth limit (nothing was read).
-  bool expand() {
-    if (depth_ == kMaxDepth) return false;
-    ++depth_;
-    level_begin_ = level_end_;
-    level_end_ = count_;
-    for (std::size_t n = level_begin_; n < level_end_; ++n) {
+  // Expands up to `parents` more nodes of the level being expanded, prefetching their
+  // children; a level's last node done, the next call starts on the level below. False when
+  // nothing is left to expand within kMaxDepth (nothing was read).
+  bool expand(std::size_t parents = std::numeric_limits<std::size_t>::max()) {
+    if (next_ == level_end_) {  // the level is done: go down one
+      if (depth_ == kMaxDepth || level_end_ == count_) return false;
+      ++depth_;
+      level_end_ = count_;
+    }
+    const std::size_t end = next_ + std::min(parents, level_end_ - next_);
+    for (; next_ < end; ++next_) {
+      const std::size_t n = next_;
       const auto fps = bucket_fingerprints(table(), nodes_[n].bucket);
       for (unsigned slot = 0; slot < Table::kSlots; ++slot) {
         const std::uint32_t fp = fps[slot];
@@ -162,14 +174,15 @@ class CuckooPathSearch {
     return true;
   }
 
-  // Looks for a child of the last expand() with an empty slot; fills `path` (of any depth at
-  // least this search's) and returns true at the first.
+  // Looks for room among the children not scanned yet, in the order they were made; fills
+  // `path` (of any depth at least this search's) and returns true at the first.
   template <unsigned PathDepth>
-  bool scan(CuckooPath<Table::kSlots, PathDepth>& path) const {
+  bool scan(CuckooPath<Table::kSlots, PathDepth>& path) {
     static_assert(PathDepth >= MaxDepth, "the path must hold the search's deepest path");
-    for (std::size_t n = level_end_; n < count_; ++n) {
+    for (; scanned_ < count_; ++scanned_) {
+      const std::size_t n = scanned_;
       if (!table().has_empty(nodes_[n].bucket)) continue;
-      path.length = depth_ + 1;
+      path.length = nodes_[n].depth + 1u;
       path.code = nodes_[n].code;
       for (std::int32_t at = static_cast<std::int32_t>(n); at >= 0; at = nodes_[at].parent) {
         const unsigned step = nodes_[at].depth;
@@ -218,10 +231,16 @@ class CuckooPathSearch {
   std::conditional_t<kHeldByValue, Table, const Table*> table_{};
   const Addressing* addressing_ = nullptr;
   std::size_t count_ = 0;
-  std::size_t level_begin_ = 0, level_end_ = 0;  // the level expand() reads next: [end, count)
-  unsigned depth_ = 0;
+  std::size_t next_ = 0;       // the next node to expand
+  std::size_t level_end_ = 0;  // the end of its level
+  std::size_t scanned_ = 0;    // nodes before it were scanned (or are roots)
+  unsigned depth_ = 0;         // of the children expand() makes now
   std::array<Node, Limits::kMaxNodes> nodes_;
 };
+
+// Parents expanded per round of a single search: their children (up to 8b) are one round of
+// misses in flight; near full, a deep level usually has room among its first few dozen.
+inline constexpr std::size_t kParentsPerRound = 8;
 
 // Returns true and fills `path` if some bucket within MaxDepth displacements of i1 or i2 has
 // an empty slot.
@@ -229,7 +248,7 @@ template <class Table, class Addressing, unsigned MaxDepth>
 bool find_cuckoo_path(const Table& table, const Addressing& addressing, std::uint64_t i1,
                       std::uint64_t i2, CuckooPath<Table::kSlots, MaxDepth>& path) {
   CuckooPathSearch<Table, Addressing, MaxDepth> search(table, addressing, i1, i2);
-  while (search.expand()) {
+  while (search.expand(kParentsPerRound)) {
     if (search.scan(path)) return true;
   }
   return false;
