@@ -124,7 +124,8 @@ std::vector<std::size_t> construct(Structure& s, const FilterBenchConfig& c,
       std::min(keys.size(), static_cast<std::size_t>(kTailFrom * static_cast<double>(r.slots)));
   const double head_seconds = fill(0, tail_begin);
   const std::size_t head_items = std::accumulate(stored.begin(), stored.end(), std::size_t{0});
-  const double tail_seconds = full.load() ? 0 : fill(tail_begin, keys.size());
+  const double tail_seconds =
+      full.load() || tail_begin == keys.size() ? 0 : fill(tail_begin, keys.size());
   r.filled_to_failure = full.load();
   r.items = std::accumulate(stored.begin(), stored.end(), std::size_t{0});
   r.construction_mops = static_cast<double>(r.items) / (head_seconds + tail_seconds) / 1e6;

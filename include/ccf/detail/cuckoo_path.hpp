@@ -209,10 +209,16 @@ class CuckooPathSearch {
     std::uint32_t code;  // the path from the root, compressed (CuckooPath::code)
   };
 
-  // A view of a table (a small copyable handle, as the lock-free filter's view of one level)
-  // is kept by value, so a caller may pass a temporary; a table itself by address.
-  static constexpr bool kHeldByValue =
-      std::is_trivially_copyable_v<Table> && sizeof(Table) <= 2 * sizeof(void*);
+  // A view of a table (a handle that declares `static constexpr bool kIsView = true`, as the
+  // lock-free filter's view of one level) is kept by value, so a caller may pass a temporary;
+  // a table itself by address.
+  static constexpr bool kHeldByValue = [] {
+    if constexpr (requires { Table::kIsView; }) {
+      return Table::kIsView;
+    } else {
+      return false;
+    }
+  }();
   const Table& table() const noexcept {
     if constexpr (kHeldByValue) {
       return table_;

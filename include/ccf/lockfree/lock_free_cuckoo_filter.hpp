@@ -315,6 +315,7 @@ class LockFreeCuckooFilter
   // The table interface find_cuckoo_path reads through (never writes).
   // A handle (two pointers): the group searches of insert_many keep it by value.
   struct LevelView {
+    static constexpr bool kIsView = true;  // detail::CuckooPathSearch keeps it by value
     static constexpr unsigned kSlots = LockFreeCuckooFilter::kSlots;
     const LockFreeCuckooFilter* filter = nullptr;
     const Level* level = nullptr;
