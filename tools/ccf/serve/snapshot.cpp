@@ -3,11 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <utility>
@@ -156,7 +156,13 @@ bool load_snapshot(Keyspace& keyspace, const std::filesystem::path& file) {
     if (!std::filesystem::exists(file)) return false;
     fail(file, "cannot be read");
   }
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Read in blocks: a character at a time (istreambuf_iterator) cost a sanitizer build over
+  // 10 s of start-up on a 128 MiB snapshot.
+  std::string bytes;
+  std::array<char, 1 << 16> block;
+  while (in.read(block.data(), block.size()) || in.gcount() > 0) {
+    bytes.append(block.data(), static_cast<std::size_t>(in.gcount()));
+  }
   if (in.bad()) fail(file, "read error");
   load_snapshot_bytes(keyspace, bytes, file);
   return true;
