@@ -44,9 +44,9 @@ TYPE_NAME = "MBbloomCF"  # what TYPE answers for a filter ("ccfCuckoo" in the mo
 STARTUP_TIMEOUT_S = 10
 STOP_TIMEOUT_S = 5
 SOCKET_TIMEOUT_S = 5.0
-# For a command that writes tens of megabytes (a SAVE of a large filter): under ThreadSanitizer
-# on a loaded 2-core machine that alone has taken more than SOCKET_TIMEOUT_S.
-SLOW_COMMAND_TIMEOUT_S = 60.0
+# For a SAVE that writes, or a start that loads, a snapshot of tens of megabytes: under
+# ThreadSanitizer on a loaded 2-core machine each has taken longer than the usual timeouts.
+LARGE_SNAPSHOT_TIMEOUT_S = 60
 MAX_LINE = 1 << 20         # longest reply header line the client accepts
 MAX_BULK = 512 << 20       # longest bulk string the client accepts
 MAX_DEPTH = 32             # deepest nesting of aggregate replies the client accepts
@@ -265,8 +265,8 @@ class Conn:
         return self.read_reply()
 
     def call_slow(self, *args):
-        """`call`, waiting up to SLOW_COMMAND_TIMEOUT_S for the reply."""
-        self.sock.settimeout(SLOW_COMMAND_TIMEOUT_S)
+        """`call`, waiting up to LARGE_SNAPSHOT_TIMEOUT_S for the reply."""
+        self.sock.settimeout(LARGE_SNAPSHOT_TIMEOUT_S)
         try:
             return self.call(*args)
         finally:
@@ -425,9 +425,10 @@ def _die_with_parent():
 class Server:
     """`ccf serve` as a subprocess on a loopback port chosen by the server (--port 0)."""
 
-    def __init__(self, password=None, extra_args=()):
+    def __init__(self, password=None, extra_args=(), startup_timeout_s=STARTUP_TIMEOUT_S):
         self.password = password
         self.extra_args = list(extra_args)
+        self.startup_timeout_s = startup_timeout_s
         self.proc = None
         self.port = None
 
@@ -450,8 +451,8 @@ class Server:
                                          preexec_fn=_die_with_parent)
         _running_servers.add(self)
         line = None
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        for _ in range(STARTUP_TIMEOUT_S * 100):  # 10 ms steps
+        deadline = time.monotonic() + self.startup_timeout_s
+        for _ in range(self.startup_timeout_s * 100):  # 10 ms steps
             with open(self.out_path, "rb") as out:
                 data = out.read()
             if b"\n" in data:
@@ -463,7 +464,7 @@ class Server:
         if line is None:
             rc = self.proc.poll()
             why = f"exited with {rc}" if rc is not None else \
-                f"printed no line within {STARTUP_TIMEOUT_S} s"
+                f"printed no line within {self.startup_timeout_s} s"
             self.stop()
             message = f"{' '.join(args)} {why}; stderr: {self.stderr_tail()}"
             self.cleanup()
@@ -490,7 +491,7 @@ class Server:
         self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent)
         _running_servers.add(self)
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline and self.proc.poll() is None:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1) as conn:
@@ -2151,8 +2152,9 @@ class PersistenceTest(unittest.TestCase):
         self.addCleanup(self.dir.cleanup)
         self.snapshot = os.path.join(self.dir.name, "ccf.snapshot")
 
-    def start(self, *extra):
-        server = Server(extra_args=["--dir", self.dir.name, *extra])
+    def start(self, *extra, startup_timeout_s=STARTUP_TIMEOUT_S):
+        server = Server(extra_args=["--dir", self.dir.name, *extra],
+                        startup_timeout_s=startup_timeout_s)
         self.addCleanup(server.cleanup)
         server.start()
         conn = Conn(server.port)
@@ -2247,7 +2249,7 @@ class PersistenceTest(unittest.TestCase):
         time.sleep(0.05)
         loading.kill()
         loading.wait(STOP_TIMEOUT_S)
-        server, conn = self.start()
+        server, conn = self.start(startup_timeout_s=LARGE_SNAPSHOT_TIMEOUT_S)
         self.assertEqual(self.missing(conn, "big", 3000, "b-"), [])
 
     def test_periodic_snapshot_survives_sigkill(self):
