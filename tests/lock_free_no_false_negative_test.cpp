@@ -165,7 +165,7 @@ TEST(LockFreeLookupInterleaving, ACopyShiftedBetweenTheBucketsIsNotMissed) {
   bool shifted = false;
   script = [&](LookupHookPoint point) {
     if (point == LookupHookPoint::kAfterCounters) ++scans;
-    if (point == LookupHookPoint::kBetweenBuckets && !shifted) {
+    if (point == LookupHookPoint::kAfterBucket && !shifted) {
       shifted = true;
       keys.move_copy_to_a(filter);
     }
@@ -191,7 +191,7 @@ TEST(LockFreeLookupInterleaving, CounterDoesNotWrapWhileALookupIsStalled) {
   bool shifted = false;
   script = [&](LookupHookPoint point) {
     if (point == LookupHookPoint::kAfterCounters) ++scans;
-    if (point != LookupHookPoint::kBetweenBuckets || shifted) return;
+    if (point != LookupHookPoint::kAfterBucket || shifted) return;
     shifted = true;
     keys.move_copy_to_a(filter);  // one removal
     const std::uint64_t churn = keys.fill_b.front();

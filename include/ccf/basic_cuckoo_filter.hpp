@@ -5,9 +5,9 @@
 //   CoarseCuckooFilter<Table, Sync>   CoarseSync<Sync> concurrent/coarse_cuckoo_filter.hpp
 //   StripedCuckooFilter<F, b, Reads>  StripedSync<Reads> concurrent/striped_cuckoo_filter.hpp
 //   CopCuckooFilter<F, b, Executor>   CopSync<Executor>           concurrent/cop_cuckoo_filter.hpp
-//
-// (The lock-free filter grows by levels and so has a core of its own, built from the same
-// pieces: lockfree/lock_free_cuckoo_filter.hpp.)
+//   LockFreeCuckooFilter<F>           LockFreeSync, one core a lockfree/lock_free_cuckoo_filter.hpp
+//                                     level, levels added as it
+//                                     grows
 //
 // The core owns everything a filter is: the table (the storage layout is a policy of its own:
 // PackedTable, SemiSortedTable, AtomicPackedTable), the addressing (detail/addressing.hpp),
@@ -16,15 +16,20 @@
 // each operation once, in terms of the policy's sections:
 //
 //   lookup   read(at, probe)                probe reads the pair's two buckets
-//   erase    update(at, plan, apply)        plan: which bucket holds the fingerprint
+//   erase    update(at, plan, apply)        plan: which bucket holds the fingerprint; apply
+//                                           removes it through remove(table, bucket, fp)
+//                                           where the policy has one (else the table's
+//                                           try_erase)
 //   insert   update(at, plan, apply)        plan: the bucket with room; if none:
 //            find a path without synchronization, then move(table, path, fp); a move that
 //            finds the path changed restarts the insert
 //
 // update's contract: apply(plan()) happens atomically with respect to every other section on
 // either bucket of `at` (a lock may simply hold them; COP runs plan outside and re-checks
-// plan() == out inside a transaction). A policy's sections may also be plain calls: a policy
-// whose operation<A>() runs whole operations one at a time (kExclusive) needs nothing else.
+// plan() == out inside a transaction), or, for a lock-free policy, apply's own writes are
+// atomic and an apply that changed nothing (an insert's false, an erase's kNotFound) may run
+// again. A policy's sections may also be plain calls: a policy whose operation<A>() runs whole
+// operations one at a time (kExclusive) needs nothing else.
 //
 // A Policy provides (see the four policies for examples):
 //   static constexpr bool kExclusive;  operations never overlap (no lock, or one global lock).
@@ -33,12 +38,15 @@
 //                                      without hiding it from some reader.
 //   static constexpr std::size_t kBatchChunk;  keys per operation<>() section in a batch
 //   static constexpr std::string_view kName;   prefix of shape() ("" for none)
-//   explicit Policy(std::uint64_t buckets);
+//   explicit Policy(std::uint64_t buckets, args...);   args: what a filter built over its own
+//                               table passes (the lock-free filter's levels: their shared state)
 //   operation<Access>(f)        the whole operation f (hash-level entry points and batches)
 //   read(at, probe)             a consistent probe of at's two buckets
 //   update(at, plan, apply)     as above
 //   move(table, path, fp) -> bool   carry out a cuckoo path, storing fp in the root's freed
 //                                   slot; false (nothing of fp stored) if the path changed
+//   remove(table, bucket, fp) -> bool (optional)   erase's removal of a copy from bucket;
+//                                   false if there was none by then
 //   count(bucket, delta), items(), clear_count()   the item count (exact when quiescent)
 //   memory_bytes()                                 what the policy's state costs
 //   static constexpr bool kPrefetchLookups (optional, default true): whether a single lookup
@@ -116,6 +124,7 @@ struct Overflow {
   }
 };
 struct NoOverflow {};
+struct LevelSteps;
 }  // namespace detail
 
 // Addr: the bucket addressing, detail::Addressing (any bucket count) unless a filter is one
@@ -126,6 +135,7 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
                           public detail::OccupancyApi<BasicCuckooFilter<Table, Policy, Addr>> {
   friend class detail::KeyApi<BasicCuckooFilter>;
   friend class detail::OccupancyApi<BasicCuckooFilter>;
+  friend struct detail::LevelSteps;
   using Api = detail::KeyApi<BasicCuckooFilter>;
   static constexpr bool kExclusive = Policy::kExclusive;
   static constexpr bool kPrefetchLookups = [] {
@@ -157,6 +167,20 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
   explicit BasicCuckooFilter(const Addr& addressing, FilterOptions options = {})
       : BasicCuckooFilter(Table(checked_buckets(addressing.buckets(), options)),
                           addressing.buckets() * kSlots, options, addressing) {}
+
+  // A filter over a table its owner built (e.g. over memory the owner reserved: one level of the
+  // lock-free filter), addressed by `addressing` (which must have the table's bucket count);
+  // policy_args go to the policy's constructor after the bucket count.
+  template <class... PolicyArgs>
+  BasicCuckooFilter(Table&& table, const Addr& addressing, const FilterOptions& options,
+                    PolicyArgs&&... policy_args)
+      : table_(std::move(table)),
+        addressing_(addressing),
+        policy_(table_.bucket_count(), std::forward<PolicyArgs>(policy_args)...),
+        options_(options),
+        requested_capacity_(table_.bucket_count() * kSlots) {
+    if constexpr (kExclusive) overflow_.rng = options.seed | 1;
+  }
 
   // Movable where the policy is (Unsynchronized); moving is not concurrent with anything.
   // Concurrent filters: clear() and save() are not concurrent with writers.
@@ -395,12 +419,8 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
 
   BasicCuckooFilter(Table&& table, std::size_t capacity, const FilterOptions& options,
                     const Addr& addressing)
-      : table_(std::move(table)),
-        addressing_(addressing),
-        policy_(table_.bucket_count()),
-        options_(options),
-        requested_capacity_(capacity) {
-    if constexpr (kExclusive) overflow_.rng = options.seed | 1;
+      : BasicCuckooFilter(std::move(table), addressing, options) {
+    requested_capacity_ = capacity;
   }
 
   std::size_t table_bits() const noexcept { return 8 * table_.payload().size(); }
@@ -483,8 +503,9 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
     // Both buckets are read unconditionally: their cache misses overlap, and a lookup has no
     // data-dependent branch to mispredict.
     const bool in_table = policy_.read(at, [&] {
-      return detail::found_in_either(table_.contains(at.primary, at.fp),
-                                     table_.contains(at.alternate, at.fp));
+      const bool in_primary = table_.contains(at.primary, at.fp);      // (the primary first: the
+      const bool in_alternate = table_.contains(at.alternate, at.fp);  // lock-free tests' order)
+      return detail::found_in_either(in_primary, in_alternate);
     });
     if constexpr (kExclusive) {
       if (overflow_.victim.used) [[unlikely]]
@@ -516,12 +537,17 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
     }
   }
 
-  // Stores at.fp in whichever of its buckets has room; false if neither has.
+  // Stores at.fp in whichever of its buckets has room; false if neither has. (Under a lock
+  // the plan holds and its bucket takes the fingerprint; a lock-free plan may be stale, so a
+  // primary that filled up since is followed by the alternate.)
   bool store_in_either(const Location& at) {
     return policy_.update(
         at, [&] { return table_.has_empty(at.primary) ? at.primary : at.alternate; },
         [&](std::uint64_t bucket) {
-          if (!table_.try_insert(bucket, at.fp)) return false;
+          if (!table_.try_insert(bucket, at.fp)) {
+            if (bucket == at.alternate || !table_.try_insert(at.alternate, at.fp)) return false;
+            bucket = at.alternate;
+          }
           policy_.count(bucket, +1);
           return true;
         });
@@ -538,7 +564,11 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
         [&](Where where) {
           if (where == Where::kNeither) return Status::kNotFound;
           const std::uint64_t bucket = where == Where::kPrimary ? at.primary : at.alternate;
-          table_.try_erase(bucket, at.fp);
+          if constexpr (requires { policy_.remove(table_, bucket, at.fp); }) {
+            if (!policy_.remove(table_, bucket, at.fp)) return Status::kNotFound;
+          } else {
+            table_.try_erase(bucket, at.fp);
+          }
           policy_.count(bucket, -1);
           return Status::kOk;
         });
@@ -638,6 +668,50 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
   [[no_unique_address]] std::conditional_t<kExclusive, detail::Overflow, detail::NoOverflow>
       overflow_;
 };
+
+namespace detail {
+// A core as one level of a filter made of levels (lockfree/lock_free_cuckoo_filter.hpp): its
+// steps at a location. Each is a whole operation only where the policy's operation<>() is a
+// plain call, as LockFreeSync's is.
+struct LevelSteps {
+  template <class Level>  // insert_many's group searches (detail/key_api.hpp)
+  using GroupSearch = typename Level::GroupSearch;
+  template <class Level>
+  using GroupPath = typename Level::GroupPath;
+  template <class Level>  // located, both buckets prefetched
+  static Location stage(const Level& level, std::uint64_t hash) noexcept {
+    return level.stage_lookup(hash);
+  }
+  template <class Level>
+  static bool contains(const Level& level, const Location& at) {
+    return level.lookup(at);
+  }
+  template <class Level>  // kFull: no room within the path search's reach
+  static Status insert(Level& level, const Location& at) {
+    return level.insert_at(at);
+  }
+  template <class Level>
+  static Status erase(Level& level, const Location& at) {
+    return level.erase_at(at);
+  }
+  template <class Level>
+  static bool try_place(Level& level, const Location& at) {
+    return level.try_place(at);
+  }
+  template <class Level, class Search>
+  static void start_search(const Level& level, const Location& at, Search& search) {
+    level.start_search(at, search);
+  }
+  template <class Level, class Path>
+  static Status finish_along(Level& level, const Location& at, const Path& path) {
+    return level.finish_along(at, path);
+  }
+  template <class Level>
+  static const typename Level::table_type& table(const Level& level) noexcept {
+    return level.table_;
+  }
+};
+}  // namespace detail
 
 // The policy half that every policy running whole operations one at a time shares: its
 // sections are plain calls, and it counts items in a plain integer.

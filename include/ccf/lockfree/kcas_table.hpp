@@ -30,7 +30,8 @@ namespace ccf {
 // run writes at exact points of a lookup of one level).
 enum class LookupHookPoint : std::uint8_t {
   kAfterCounters,  // the two stripes' counters are read; no bucket yet
-  kAfterBucket,    // a bucket is read (the primary first, then the alternate)
+  kAfterBucket,    // a bucket was probed for a fingerprint (the primary first, then the
+                   // alternate), by a lookup or by an erase looking for its copy
   kBeforeRecheck,  // neither bucket held the fingerprint; the counters are read again next
 };
 

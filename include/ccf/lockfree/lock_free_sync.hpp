@@ -14,10 +14,11 @@
 //   read(at, probe)   read both stripes' counters, probe, read them again: a probe that found
 //                     its fingerprint is done; one that found nothing counts only when neither
 //                     counter moved (1), else it runs again.
-//   update(at, plan, apply)   apply(plan()) as it stands; when it changed nothing (no room, or
-//                     nothing to erase) it runs again between two counter reads, as read does,
-//                     until it changes something or the counters held still: "nothing" then
-//                     held at one moment. (An apply that changed something is never re-run.)
+//   update(at, plan, apply)   an insert's store: apply(plan()) as it stands (a false "no room"
+//                     costs nothing: the core's path search looks again). An erase: plan and
+//                     apply between two counter reads, again until it removed a copy or neither
+//                     counter moved: "nothing to remove" then held at one moment. (An apply
+//                     that changed something is never re-run.)
 //   remove(table, bucket, fp)  one K-CAS: a slot of `bucket` holding fp -> 0, and the stripe's
 //                     counter + 1.
 //   move(table, path, fp)   the path from its empty end back to the root, one K-CAS per step:
@@ -33,6 +34,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -107,16 +109,22 @@ class LockFreeSync {
     }
   }
 
+  // An insert's store (apply returns bool) needs no proof of "no room": the core searches a path
+  // next, which reads the buckets again. An erase's "nothing to remove" (a Status other than
+  // kOk) does: it counts only when neither counter moved, as a lookup's miss.
   template <class Plan, class Apply>
   auto update(const ccf::detail::Location& at, Plan&& plan, Apply&& apply) {
-    if (const auto result = apply(plan()); changed(result)) return result;
-    for (;;) {
-      const std::uint64_t before_primary = counter(at.primary);
-      const std::uint64_t before_alternate = counter(at.alternate);
-      const auto result = apply(plan());
-      if (changed(result) ||
-          (counter(at.primary) == before_primary && counter(at.alternate) == before_alternate)) {
-        return result;
+    if constexpr (std::is_same_v<decltype(apply(plan())), bool>) {
+      return apply(plan());
+    } else {
+      for (;;) {
+        const std::uint64_t before_primary = counter(at.primary);
+        const std::uint64_t before_alternate = counter(at.alternate);
+        const Status status = apply(plan());
+        if (status == Status::kOk ||
+            (counter(at.primary) == before_primary && counter(at.alternate) == before_alternate)) {
+          return status;
+        }
       }
     }
   }
@@ -144,17 +152,16 @@ class LockFreeSync {
   // Carries out the path from its empty end back to the root, one K-CAS per step; the root
   // step stores fp in the slot it vacates (as the striped filter does under its root locks),
   // so no other insert takes that slot and the item is in when move returns true.
+  // (A step's target is never its source: the search puts no bucket on a path twice.)
   template <class Table, class Path>
   bool move(Table& table, const Path& path, std::uint32_t fp) {
+    assert(path.length >= 2);  // find_cuckoo_path looks for room from depth 1 on: a step exists
     for (unsigned step = path.length - 1; step > 0; --step) {
-      const ccf::detail::CuckooPathStep& from = path.steps[step - 1];
-      const std::uint64_t target = path.steps[step].bucket;
-      const bool root = step == 1;
-      if (from.bucket == target) {
-        if (root) return give_up();  // the root slot would not be freed
-        continue;
+      const std::uint32_t refill = step == 1 ? fp : 0;
+      if (!move_one(table, path.steps[step - 1], path.steps[step].bucket, refill)) {
+        shared_->restarts.add(1);
+        return false;
       }
-      if (!move_one(table, from, target, root ? fp : 0)) return give_up();
       shared_->migrations.add(1);
     }
     return true;
@@ -167,10 +174,6 @@ class LockFreeSync {
   std::size_t memory_bytes() const noexcept { return counters_.size(); }
 
  private:
-  // What an apply changed: an insert's bool (stored), an erase's Status (kOk).
-  static bool changed(bool stored) noexcept { return stored; }
-  static bool changed(Status status) noexcept { return status == Status::kOk; }
-
   static std::uint64_t next_count(std::uint64_t count) noexcept {
     return (count + 1) & KcasWord::kPayloadMask;
   }
@@ -180,11 +183,6 @@ class LockFreeSync {
     return stripes_[bucket & stripe_mask_];
   }
   std::uint64_t counter(std::uint64_t bucket) const { return kcas().read(stripe_of(bucket)); }
-
-  bool give_up() noexcept {
-    shared_->restarts.add(1);
-    return false;
-  }
 
   // One K-CAS: the fingerprint the search saw in from.slot of from.bucket goes to a free slot
   // of `target` (its alternate: same fingerprint, same alternate), from.slot takes `refill`

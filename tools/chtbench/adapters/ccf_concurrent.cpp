@@ -92,7 +92,7 @@ void register_ccf_concurrent_filters(Registry& r) {
   add<StripedLocking, 12, 16>(r, "ccf-striped-locking",
                               "fine-grained: striped locks, lookups lock their two stripes");
   add<FixedLockFree, 8, 12>(r, "lf-cuckoo-filter",
-                            "lock-free: K-CAS migrations along compressed BFS paths, "
+                            "lock-free: K-CAS migrations along BFS paths, "
                             "removal-counter-checked lookups (growth off)");
 }
 
