@@ -425,14 +425,18 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
 
   std::size_t table_bits() const noexcept { return 8 * table_.payload().size(); }
 
-  Location locate(std::uint64_t hash) const noexcept { return detail::locate(addressing_, hash); }
+  // The hot steps are always inlined: GCC's inliner otherwise left stage_lookup and insert_at
+  // as calls in chtbench's striped filter, which cost its batched lookups and inserts 10-20%.
+  [[gnu::always_inline]] Location locate(std::uint64_t hash) const noexcept {
+    return detail::locate(addressing_, hash);
+  }
 
   // ---- KeyApi's entry points: a whole operation each, or a step of a batch ----------------
 
   // Every operation is staged the same way: locate, and prefetch both buckets, so that their
   // misses overlap with each other (and, in a batch, with the keys ahead) whatever the policy
   // reads first (the striped policy reads its stripes' sequence numbers before the buckets).
-  Location stage_lookup(std::uint64_t hash) const noexcept {
+  [[gnu::always_inline]] Location stage_lookup(std::uint64_t hash) const noexcept {
     return detail::prefetch_both(table_, locate(hash));
   }
   bool contains_hash(std::uint64_t hash) const {
@@ -514,12 +518,20 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
     return in_table;
   }
 
-  Status insert_at(const Location& at) {
+  // The common case (a free slot in either bucket) inline; the path search out of line.
+  [[gnu::always_inline]] Status insert_at(const Location& at) {
     if constexpr (kExclusive) {
       if (overflow_.victim.used) return Status::kFull;
     }
+    if (store_in_either(at)) [[likely]] {
+      return Status::kOk;
+    }
+    return insert_making_room(at);
+  }
+
+  // Both buckets were full: a cuckoo path, or (kExclusive) the random walk.
+  [[gnu::noinline]] Status insert_making_room(const Location& at) {
     for (;;) {
-      if (store_in_either(at)) return Status::kOk;
       Path path;
       if (!detail::find_cuckoo_path(table_, addressing_, at.primary, at.alternate, path)) {
         if constexpr (kExclusive) {
@@ -534,6 +546,7 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
         policy_.count(path.steps[path.length - 1].bucket, +1);
         return Status::kOk;
       }
+      if (store_in_either(at)) return Status::kOk;  // the path changed: room may have appeared
     }
   }
 
@@ -671,43 +684,46 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
 
 namespace detail {
 // A core as one level of a filter made of levels (lockfree/lock_free_cuckoo_filter.hpp): its
-// steps at a location. Each is a whole operation only where the policy's operation<>() is a
-// plain call, as LockFreeSync's is.
+// steps at a location (forwarders, always inlined). Each is a whole operation only where the
+// policy's operation<>() is a plain call, as LockFreeSync's is.
 struct LevelSteps {
   template <class Level>  // insert_many's group searches (detail/key_api.hpp)
   using GroupSearch = typename Level::GroupSearch;
   template <class Level>
   using GroupPath = typename Level::GroupPath;
   template <class Level>  // located, both buckets prefetched
-  static Location stage(const Level& level, std::uint64_t hash) noexcept {
+  [[gnu::always_inline]] static Location stage(const Level& level, std::uint64_t hash) noexcept {
     return level.stage_lookup(hash);
   }
   template <class Level>
-  static bool contains(const Level& level, const Location& at) {
+  [[gnu::always_inline]] static bool contains(const Level& level, const Location& at) {
     return level.lookup(at);
   }
   template <class Level>  // kFull: no room within the path search's reach
-  static Status insert(Level& level, const Location& at) {
+  [[gnu::always_inline]] static Status insert(Level& level, const Location& at) {
     return level.insert_at(at);
   }
   template <class Level>
-  static Status erase(Level& level, const Location& at) {
+  [[gnu::always_inline]] static Status erase(Level& level, const Location& at) {
     return level.erase_at(at);
   }
   template <class Level>
-  static bool try_place(Level& level, const Location& at) {
+  [[gnu::always_inline]] static bool try_place(Level& level, const Location& at) {
     return level.try_place(at);
   }
   template <class Level, class Search>
-  static void start_search(const Level& level, const Location& at, Search& search) {
+  [[gnu::always_inline]] static void start_search(const Level& level, const Location& at,
+                                                  Search& search) {
     level.start_search(at, search);
   }
   template <class Level, class Path>
-  static Status finish_along(Level& level, const Location& at, const Path& path) {
+  [[gnu::always_inline]] static Status finish_along(Level& level, const Location& at,
+                                                    const Path& path) {
     return level.finish_along(at, path);
   }
   template <class Level>
-  static const typename Level::table_type& table(const Level& level) noexcept {
+  [[gnu::always_inline]] static const typename Level::table_type& table(
+      const Level& level) noexcept {
     return level.table_;
   }
 };

@@ -69,7 +69,7 @@ class PackedTable {
   // The first and the last byte a probe of the bucket loads: a bucket whose loads straddle two
   // cache lines (1 in 11 for F = 12, b = 4) would otherwise pay an unprefetched miss for the
   // second. Where both are one line the second prefetch merges with the first.
-  void prefetch(std::size_t bucket) const noexcept {
+  [[gnu::always_inline]] void prefetch(std::size_t bucket) const noexcept {
     const std::byte* const first = storage_.data() + bucket * kBucketBytes;
     detail::prefetch_line(first);
     if constexpr (!kLoadsStayInOneLine) detail::prefetch_line(first + kLoadedBytes - 1);

@@ -118,7 +118,7 @@ class SemiSortedTable {
 
   // Both ends of the 8 bytes load() reads: a bucket that straddles two cache lines would
   // otherwise pay an unprefetched miss for the second.
-  void prefetch(std::size_t bucket) const noexcept {
+  [[gnu::always_inline]] void prefetch(std::size_t bucket) const noexcept {
     const std::byte* const first = storage_.data() + bucket * kBucketBits / 8;
     detail::prefetch_line(first);
     detail::prefetch_line(first + 7);

@@ -20,8 +20,10 @@ const StructureInfo* Registry::find(std::string_view name) const {
 const Registry& registry() {
   static const Registry instance = [] {
     Registry r;
+    register_ccf_coarse_filters(r);
     register_ccf_concurrent_filters(r);
     register_ccf_filters(r);
+    register_ccf_lock_free_filter(r);
     register_ccf_tables(r);
     register_libcds_maps(r);
     register_libcuckoo_map(r);

@@ -25,8 +25,10 @@ class Registry {
 const Registry& registry();
 
 // The adapters' registration functions (adapters/*.cpp).
+void register_ccf_coarse_filters(Registry& r);
 void register_ccf_concurrent_filters(Registry& r);
 void register_ccf_filters(Registry& r);
+void register_ccf_lock_free_filter(Registry& r);
 void register_ccf_tables(Registry& r);
 void register_libcds_maps(Registry& r);
 void register_libcuckoo_map(Registry& r);

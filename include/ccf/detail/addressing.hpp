@@ -56,7 +56,7 @@ struct Location {
 
 // `hash` located by an addressing (Addressing, or one level's NestedAddressing).
 template <class Addr>
-Location locate(const Addr& addressing, std::uint64_t hash) noexcept {
+[[gnu::always_inline]] inline Location locate(const Addr& addressing, std::uint64_t hash) noexcept {
   const std::uint64_t primary = addressing.index(hash);
   const std::uint32_t fp = addressing.fingerprint(hash);
   return {primary, addressing.alternate(primary, fp), fp};

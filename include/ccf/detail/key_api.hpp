@@ -27,7 +27,8 @@ namespace ccf::detail {
 
 // The usual stage_lookup: prefetch both candidate buckets of a located key.
 template <class Table, class Location>
-Location prefetch_both(const Table& table, const Location& at) noexcept {
+[[gnu::always_inline]] inline Location prefetch_both(const Table& table,
+                                                     const Location& at) noexcept {
   table.prefetch(at.primary);
   table.prefetch(at.alternate);
   return at;

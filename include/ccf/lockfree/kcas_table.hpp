@@ -109,7 +109,7 @@ class KcasTable {
     return read_bucket(bucket).bits();
   }
 
-  void prefetch(std::uint64_t bucket) const noexcept {
+  [[gnu::always_inline]] void prefetch(std::uint64_t bucket) const noexcept {
     const SlotRef first = slot_ref(bucket, 0);
     ccf::detail::prefetch_line(&words_[first.word]);
     ccf::detail::prefetch_line(&words_[last_word(first)]);

@@ -322,7 +322,7 @@ class LockFreeCuckooFilter
     unsigned level;
     Location at;  // in that level
   };
-  StagedLookup stage_lookup(std::uint64_t hash) const noexcept {
+  [[gnu::always_inline]] StagedLookup stage_lookup(std::uint64_t hash) const noexcept {
     const unsigned k = top();
     return {hash, k, Steps::stage(level(k), hash)};
   }

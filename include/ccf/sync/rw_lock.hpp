@@ -64,14 +64,14 @@ class ReaderWriterLock {
     writers_.value.fetch_sub(1, std::memory_order_release);
   }
 
-  void lock_shared() noexcept {
+  // The uncontended case inline (a filter's lookup is a few dozen instructions around it);
+  // waiting for a writer out of line.
+  [[gnu::always_inline]] void lock_shared() noexcept {
     auto& slot = readers_[thread_slot()].value;
-    for (;;) {
-      if (try_register(slot)) return;
-      SpinWait wait;
-      // (R4) acquire: pairs with (W3); the loop is only a wait, (R2) decides.
-      while (writers_.value.load(std::memory_order_acquire) != 0) wait.wait();
+    if (try_register(slot)) [[likely]] {
+      return;
     }
+    lock_shared_waiting(slot);
   }
 
   bool try_lock_shared() noexcept { return try_register(readers_[thread_slot()].value); }
@@ -97,6 +97,15 @@ class ReaderWriterLock {
   }
 
  private:
+  template <class Slot>
+  [[gnu::noinline]] void lock_shared_waiting(Slot& slot) noexcept {
+    do {
+      SpinWait wait;
+      // (R4) acquire: pairs with (W3); the loop is only a wait, (R2) decides.
+      while (writers_.value.load(std::memory_order_acquire) != 0) wait.wait();
+    } while (!try_register(slot));
+  }
+
   using Slot = CacheLinePadded<std::atomic<std::uint32_t>>;
 
   bool try_register(std::atomic<std::uint32_t>& slot) noexcept {

@@ -15,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "registry.hpp"
 #include "structure.hpp"
 
 namespace chtbench {
@@ -132,6 +133,16 @@ std::unique_ptr<Structure> make_with_width(const StructureConfig& c, const std::
                                 std::to_string(c.fp_bits));
   }
   return made;
+}
+
+// Registers a thread-safe filter family under `name`, one compiled filter per width.
+template <template <unsigned> class Filter, unsigned... Widths>
+void add_concurrent_filter(Registry& r, std::string name, std::string description) {
+  const std::string captured = name;
+  r.add({std::move(name), std::move(description), filter_traits<Filter<12>>(/*thread_safe=*/true),
+         [captured](const StructureConfig& c) {
+           return make_with_width<Filter, Widths...>(c, captured);
+         }});
 }
 
 }  // namespace chtbench
