@@ -154,6 +154,9 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
   // A filter without the random-walk fallback searches one level deeper to reach the same load.
   static constexpr unsigned kPathDepth =
       kExclusive ? detail::kDefaultPathDepth<kSlots> : detail::kConcurrentPathDepth<kSlots>;
+  // insert_many's group searches (detail/key_api.hpp); a filter made of these cores names them.
+  using GroupSearch = detail::CuckooPathSearch<Table, Addr, detail::kGroupSearchDepth>;
+  using GroupPath = detail::CuckooPath<kSlots, detail::kGroupSearchDepth>;
 
   // Throws std::invalid_argument for capacity 0 or too large for the 64 TiB table limit, a
   // max_load outside (0, 1], or max_kicks above 2^20.
@@ -474,8 +477,6 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
   Status finish_erase(const Location& at) { return erase_at(at); }
 
   // insert_many's overlapped path searches (detail/key_api.hpp), inside the batch's section.
-  using GroupSearch = detail::CuckooPathSearch<Table, Addr, detail::kGroupSearchDepth>;
-  using GroupPath = detail::CuckooPath<kSlots, detail::kGroupSearchDepth>;
   // insert_at without the path search: false when neither bucket has room (or the victim slot
   // is in use: insert_at then answers kFull). Both buckets are looked at first outside the
   // policy's section: near full most inserts find no room, and then take no lock.
@@ -687,10 +688,6 @@ namespace detail {
 // steps at a location (forwarders, always inlined). Each is a whole operation only where the
 // policy's operation<>() is a plain call, as LockFreeSync's is.
 struct LevelSteps {
-  template <class Level>  // insert_many's group searches (detail/key_api.hpp)
-  using GroupSearch = typename Level::GroupSearch;
-  template <class Level>
-  using GroupPath = typename Level::GroupPath;
   template <class Level>  // located, both buckets prefetched
   [[gnu::always_inline]] static Location stage(const Level& level, std::uint64_t hash) noexcept {
     return level.stage_lookup(hash);

@@ -357,8 +357,8 @@ class LockFreeCuckooFilter
   }
 
   // insert_many's overlapped path searches (detail/key_api.hpp), in the newest level.
-  using GroupSearch = Steps::GroupSearch<Level>;
-  using GroupPath = Steps::GroupPath<Level>;
+  using GroupSearch = typename Level::GroupSearch;
+  using GroupPath = typename Level::GroupPath;
   // The insert without a path search: false when neither bucket has room, or the filter grew
   // since staging (finish_insert then locates the key in the new level).
   bool try_place(const StagedLookup& s) {
