@@ -182,6 +182,7 @@ TYPED_TEST(HashTableContract, ChurnThroughResizesLosesNothingAndTearsNothing) {
         const std::uint64_t stable = 1 + rng() % kStable;
         const auto found = table.find(stable);
         if (!found || *found != stable * 7) stable_misses.fetch_add(1);
+        if (!table.contains(1 + rng() % kStable)) stable_misses.fetch_add(1);  // its own path
         const std::uint64_t churned = owned(rng() % kWriters, rng() % per_writer);
         if (const auto value = table.find(churned); value && *value >> 16 != churned) {
           torn.fetch_add(1);

@@ -31,11 +31,13 @@ struct ClhtSizing {
     return std::max<std::uint64_t>(1, buckets);
   }
   static std::uint64_t hash(std::uint64_t key) noexcept { return mix64(key); }
+  // Inline, its throw out of line: it runs before every lookup.
   static void check(std::uint64_t key, std::string_view table) {
-    if (key == 0) {
-      throw std::invalid_argument(std::string(table) +
-                                  " keys must be non-zero (0 marks an empty slot)");
-    }
+    if (key == 0) [[unlikely]] reject_zero_key(table);
+  }
+  [[noreturn, gnu::cold, gnu::noinline]] static void reject_zero_key(std::string_view table) {
+    throw std::invalid_argument(std::string(table) +
+                                " keys must be non-zero (0 marks an empty slot)");
   }
 };
 

@@ -1,7 +1,8 @@
 // The vocabulary every ccf hash table shares, written once (CRTP): contains, insert and
 // insert_or_assign over the table's own find(key) -> std::optional<Value> and
 // put(key, value, assign) -> Status. A table derives from MapApi<Table, Key, Value>, declares
-// it a friend, and provides those two (plus erase, size, ... of its own).
+// it a friend, and provides those two (plus erase, size, ... of its own). A table with a cheaper
+// membership test than find (no value to copy) declares its own contains, which hides this one.
 #pragma once
 
 #include "ccf/status.hpp"

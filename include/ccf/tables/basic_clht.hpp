@@ -29,13 +29,17 @@
 //   find    no lock, no store: for each slot of the chain, read key, value, key again; the key
 //           unchanged means the value belongs to it (the atomic snapshot of key + value). A slot
 //           whose key is not ours is skipped. (ASCY 1-4: searches do not write, wait or retry.)
-//   insert  under update() of the head's chain (the head guards its whole chain); refuse if the key
-//   is present
-//           (kExists); else write the value, then the key (release) into the first empty slot,
-//           or into a new overflow bucket linked last (release).
-//   erase   under update(); clear the key (release). Values are never cleared.
-//   insert_or_assign: as insert, but a present key's value is overwritten (a reader sees the
-//           old or the new value, never a torn one: values are single atomic words).
+//   contains  find without the value: each bucket's three keys compared at once (Bucket::holds).
+//   insert  a key contains() sees present is refused (kExists) without update(): a failed
+//           update writes nothing (ASCY 3). Else under update() of the head's chain (the head
+//           guards its whole chain); refuse if the key is present now (kExists); else write the
+//           value, then the key (release) into the first empty slot, or into a new overflow
+//           bucket linked last (release).
+//   erase   a key contains() sees absent is kNotFound without update(); else under update();
+//           clear the key (release). Values are never cleared.
+//   insert_or_assign: as insert, always under update(): a present key's value is overwritten
+//           (a reader sees the old or the new value, never a torn one: values are single atomic
+//           words).
 //
 // Sizing: a table built for n items gets ceil(n / 3) buckets -- every slot used at n, the excess
 // of the fuller buckets in overflow buckets -- so at half that load (how benchmarks size it) it
@@ -81,6 +85,7 @@
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/detail/table_generations.hpp"
+#include "ccf/detail/word_block.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 #include "ccf/sync/spin_wait.hpp"
@@ -118,11 +123,26 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     }
     return std::nullopt;
   }
-  // contains, insert (kOk or kExists) and insert_or_assign: detail::MapApi over find and put.
+  // find without the value, and with one branch per bucket, the chain's end, which is taken
+  // almost always (see Bucket::holds). Linearizable as find: a key is in at most one slot at a
+  // time and never moves within a table, so a key present throughout the scan is seen by it.
+  bool contains(std::uint64_t key) const {
+    check(key);
+    const Bucket* b = &tables_.current()->head(hash(key));
+    for (;;) {
+      const bool found = b->holds(key);
+      b = b->next.load(std::memory_order_acquire);
+      if (found | (b == nullptr)) return found;
+    }
+  }
+  // insert (kOk or kExists) and insert_or_assign: detail::MapApi over find and put.
 
   // kOk, or kNotFound.
   Status erase(std::uint64_t key) {
     check(key);
+    // A failed update writes nothing (ASCY 3): an absent key is reported without the lock, at
+    // the moment contains() saw it absent.
+    if (!contains(key)) return Status::kNotFound;
     const std::uint64_t h = hash(key);
     return writers_.update(tables_, h, [&](Bucket& head, Table&) {
       for (Bucket* b = &head; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
@@ -165,8 +185,25 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     std::atomic<std::uint64_t> key[kSlots]{};
     std::atomic<std::uint64_t> value[kSlots]{};
     std::atomic<Bucket*> next{nullptr};
+
+    // Whether a slot holds `wanted`: the line's first 32 bytes, | lock | key0 key1 key2 |,
+    // compared at once (detail/word_block.hpp), with no loop and no exit at a match. Lookups one
+    // at a time overlap their cache misses only as far as the out-of-order window reaches: a
+    // branch on which slot matched mispredicts at random, and its flush discards the next
+    // lookups' loads already issued; every load and loop instruction takes room in the window.
+    bool holds(std::uint64_t wanted) const noexcept {
+#if CCF_DETAIL_VECTOR_WORD_LOADS
+      constexpr unsigned kKeyWords = 0b1110;  // words 1-3 of the block: word 0 is the lock
+      return (detail::equal_words(this, wanted) & kKeyWords) != 0;
+#else
+      bool found = false;
+      for (const auto& slot_key : key) found |= slot_key.load(std::memory_order_acquire) == wanted;
+      return found;
+#endif
+    }
   };
   static_assert(sizeof(Bucket) == 64, "one bucket, one cache line");
+  static_assert(offsetof(Bucket, key) == 8 && kSlots == 3, "holds(): | lock | key0 key1 key2 |");
   static_assert(std::is_trivially_destructible_v<Bucket>, "head buckets are never destroyed");
 
   struct Table {
@@ -203,11 +240,16 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
   static std::uint64_t buckets_for(std::size_t capacity) {
     return detail::ClhtSizing::buckets_for(capacity, Writers::kName);
   }
-  static std::uint64_t hash(std::uint64_t key) noexcept { return detail::ClhtSizing::hash(key); }
-  static void check(std::uint64_t key) { detail::ClhtSizing::check(key, Writers::kName); }
+  static std::uint64_t hash(std::uint64_t key) noexcept {
+    return detail::ClhtSizing::hash(key);
+  }
+  static void check(std::uint64_t key) {
+    detail::ClhtSizing::check(key, Writers::kName);
+  }
 
   Status put(std::uint64_t key, std::uint64_t value, bool assign) {
     check(key);
+    if (!assign && contains(key)) return Status::kExists;  // read-only failure, as erase's
     const std::uint64_t h = hash(key);
     bool chained = false;
     Table* chained_in = nullptr;

@@ -19,7 +19,9 @@
 // i mod S (S fixed at construction, 64 to 4096).
 //   find      optimistic: SeqStripes::read over the stripes of i1 and i2 -- read the tags,
 //             compare the keys whose tags match, copy the value, validate. Stores nothing.
-//   insert    lock the stripes of i1, i2; refuse if the key is present (kExists); else store in
+//   insert    a key that find sees present is refused (kExists) without a lock: a failed update
+//             writes nothing (ASCY 3). Otherwise lock the stripes of i1, i2; refuse if the key
+//             is present now (kExists); else store in
 //             a free slot (value and key first, then the tag). Both full: release the locks,
 //             search a path breadth-first on the tags (detail/cuckoo_path.hpp, no locks), and
 //             execute it back to front, one step per lock section on the step's two buckets'
@@ -28,7 +30,8 @@
 //             or i2, locks the stripes of i1, i2 and its target together, checks again that the
 //             key is absent, and stores the new item in the slot it vacates. A step that fails
 //             validation restarts the insert; moves already made kept every item.
-//   erase     lock the stripes of i1, i2; clear the key's tag.
+//   erase     a key that find sees absent is kNotFound without a lock; else lock the stripes
+//             of i1, i2; clear the key's tag.
 //   resize    when no path exists and the table is at least half full: lock every stripe,
 //             rehash into a table twice as large, publish it, unlock. Below half full a missing
 //             path means more than 8 keys share one bucket pair and tag -- a degenerate hash --
@@ -123,6 +126,9 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
 
   // kOk, or kNotFound.
   Status erase(const Key& key) {
+    // A failed update writes nothing (ASCY 3, as in tables/basic_clht.hpp): an absent key is
+    // reported from an optimistic lookup, at the moment it validated.
+    if (!this->contains(key)) return Status::kNotFound;
     const std::uint64_t h = hash(key);
     return locked(h, [&](Table& table, const detail::Location& at) {
       const auto slot = table.find(at, key, equal_);
@@ -322,6 +328,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   }
 
   Status put(const Key& key, const Value& value, bool assign) {
+    if (!assign && this->contains(key)) return Status::kExists;  // read-only failure, as erase's
     const std::uint64_t h = hash(key);
     for (;;) {
       Table* full = nullptr;
