@@ -4,7 +4,7 @@
 // Why: a lookup that compares several words of one cache line pays for every load in the
 // out-of-order window, which is what overlaps one lookup's cache miss with the next ones'. With
 // one-call-per-lookup use, ClhtLb's lookup scanning its three keys with two vector loads ran
-// about 1.35x as many lookups per second as with three scalar loads (docs/tables.md).
+// about 1.2x as many lookups per second as with three scalar loads (docs/benchmarks.md).
 //
 // Why it is sound on x86: Intel (SDM vol. 3A, "Guaranteed Atomic Operations") and AMD (APM
 // vol. 2, 7.3.2 "Access Atomicity") guarantee that on a processor with AVX an aligned 16-byte
