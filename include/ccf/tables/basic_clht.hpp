@@ -128,22 +128,17 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
   // time and never moves within a table, so a key present throughout the scan is seen by it.
   bool contains(std::uint64_t key) const {
     check(key);
-    const Bucket* b = &tables_.current()->head(hash(key));
-    for (;;) {
-      const bool found = b->holds(key);
-      b = b->next.load(std::memory_order_acquire);
-      if (found | (b == nullptr)) return found;
-    }
+    return present(key, hash(key));
   }
   // insert (kOk or kExists) and insert_or_assign: detail::MapApi over find and put.
 
   // kOk, or kNotFound.
   Status erase(std::uint64_t key) {
     check(key);
+    const std::uint64_t h = hash(key);
     // A failed update writes nothing (ASCY 3): an absent key is reported without the lock, at
     // the moment contains() saw it absent.
-    if (!contains(key)) return Status::kNotFound;
-    const std::uint64_t h = hash(key);
+    if (!present(key, h)) return Status::kNotFound;
     return writers_.update(tables_, h, [&](Bucket& head, Table&) {
       for (Bucket* b = &head; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
         for (unsigned s = 0; s < kSlots; ++s) {
@@ -247,10 +242,20 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     detail::ClhtSizing::check(key, Writers::kName);
   }
 
+  // contains() of a checked key with hash h.
+  bool present(std::uint64_t key, std::uint64_t h) const {
+    const Bucket* b = &tables_.current()->head(h);
+    for (;;) {
+      const bool found = b->holds(key);
+      b = b->next.load(std::memory_order_acquire);
+      if (found | (b == nullptr)) return found;
+    }
+  }
+
   Status put(std::uint64_t key, std::uint64_t value, bool assign) {
     check(key);
-    if (!assign && contains(key)) return Status::kExists;  // read-only failure, as erase's
     const std::uint64_t h = hash(key);
+    if (!assign && present(key, h)) return Status::kExists;  // read-only failure, as erase's
     bool chained = false;
     Table* chained_in = nullptr;
     const Status status = writers_.update(tables_, h, [&](Bucket& head, Table& table) {

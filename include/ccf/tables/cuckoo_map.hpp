@@ -111,25 +111,21 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   CuckooMap& operator=(const CuckooMap&) = delete;
 
   std::optional<Value> find(const Key& key) const {
-    const std::uint64_t h = hash(key);
-    const Table& table = *tables_.current();
-    const detail::Location at = table.locate(h);
-    table.prefetch(at.primary);  // the buckets' misses start before the stripes are read
-    table.prefetch(at.alternate);
-    return stripes_.read(at.primary, at.alternate, [&]() -> std::optional<Value> {
-      if (const auto slot = table.find(at, key, equal_)) return table.value(*slot);
-      return std::nullopt;
-    });
+    return read(hash(key),
+                [&](const Table& table, const detail::Location& at) -> std::optional<Value> {
+                  if (const auto slot = table.find(at, key, equal_)) return table.value(*slot);
+                  return std::nullopt;
+                });
   }
   // contains, insert and insert_or_assign: detail::MapApi over find and put; kFull only for a
   // degenerate hash (more than 8 keys with one 64-bit hash; nothing changed).
 
   // kOk, or kNotFound.
   Status erase(const Key& key) {
+    const std::uint64_t h = hash(key);
     // A failed update writes nothing (ASCY 3, as in tables/basic_clht.hpp): an absent key is
     // reported from an optimistic lookup, at the moment it validated.
-    if (!this->contains(key)) return Status::kNotFound;
-    const std::uint64_t h = hash(key);
+    if (!present(key, h)) return Status::kNotFound;
     return locked(h, [&](Table& table, const detail::Location& at) {
       const auto slot = table.find(at, key, equal_);
       if (!slot) return Status::kNotFound;
@@ -327,9 +323,25 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     }
   }
 
+  // probe(table, at) for the key with hash h, optimistic (SeqStripes::read): stores nothing.
+  template <class Probe>
+  auto read(std::uint64_t h, Probe&& probe) const {
+    const Table& table = *tables_.current();
+    const detail::Location at = table.locate(h);
+    table.prefetch(at.primary);  // the buckets' misses start before the stripes are read
+    table.prefetch(at.alternate);
+    return stripes_.read(at.primary, at.alternate, [&] { return probe(table, at); });
+  }
+  // Whether the key (with hash h) is present, as find sees it.
+  bool present(const Key& key, std::uint64_t h) const {
+    return read(h, [&](const Table& table, const detail::Location& at) {
+      return table.find(at, key, equal_).has_value();
+    });
+  }
+
   Status put(const Key& key, const Value& value, bool assign) {
-    if (!assign && this->contains(key)) return Status::kExists;  // read-only failure, as erase's
     const std::uint64_t h = hash(key);
+    if (!assign && present(key, h)) return Status::kExists;  // read-only failure, as erase's
     for (;;) {
       Table* full = nullptr;
       detail::Location at{};
