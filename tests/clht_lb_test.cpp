@@ -17,6 +17,7 @@ TEST(ClhtLb, ZeroKeyIsRefused) {
   EXPECT_THROW(static_cast<void>(table.insert(0, 1)), std::invalid_argument);
   EXPECT_THROW(static_cast<void>(table.insert_or_assign(0, 1)), std::invalid_argument);
   EXPECT_THROW(static_cast<void>(table.find(0)), std::invalid_argument);
+  EXPECT_THROW(static_cast<void>(table.contains(0)), std::invalid_argument);
   EXPECT_THROW(static_cast<void>(table.erase(0)), std::invalid_argument);
   EXPECT_EQ(table.size(), 0u);
 }
