@@ -33,7 +33,9 @@ struct ClhtSizing {
   static std::uint64_t hash(std::uint64_t key) noexcept { return mix64(key); }
   // Inline, its throw out of line: it runs before every lookup.
   static void check(std::uint64_t key, std::string_view table) {
-    if (key == 0) [[unlikely]] reject_zero_key(table);
+    if (key == 0) [[unlikely]] {
+      reject_zero_key(table);
+    }
   }
   [[noreturn, gnu::cold, gnu::noinline]] static void reject_zero_key(std::string_view table) {
     throw std::invalid_argument(std::string(table) +
