@@ -242,6 +242,17 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     detail::ClhtSizing::check(key, Writers::kName);
   }
 
+  // Whether every slot of h's chain holds a key, as a read without the lock sees it.
+  bool chain_full(std::uint64_t h) const {
+    for (const Bucket* b = &tables_.current()->head(h); b != nullptr;
+         b = b->next.load(std::memory_order_acquire)) {
+      for (const auto& slot_key : b->key) {
+        if (slot_key.load(std::memory_order_relaxed) == 0) return false;
+      }
+    }
+    return true;
+  }
+
   // contains() of a checked key with hash h.
   bool present(std::uint64_t key, std::uint64_t h) const {
     const Bucket* b = &tables_.current()->head(h);
@@ -256,44 +267,57 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     check(key);
     const std::uint64_t h = hash(key);
     if (!assign && present(key, h)) return Status::kExists;  // read-only failure, as erase's
-    bool chained = false;
-    Table* chained_in = nullptr;
-    const Status status = writers_.update(tables_, h, [&](Bucket& head, Table& table) {
-      chained = false;  // a transaction's section may run again
-      std::atomic<std::uint64_t>* empty_key = nullptr;
-      std::atomic<std::uint64_t>* empty_value = nullptr;
-      Bucket* last = &head;
-      for (Bucket* b = &head; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
-        last = b;
-        for (unsigned s = 0; s < kSlots; ++s) {
-          const std::uint64_t k = b->key[s].load(std::memory_order_relaxed);
-          if (k == key) {
-            if (assign) b->value[s].store(value, std::memory_order_release);
-            return Status::kExists;
-          }
-          if (k == 0 && empty_key == nullptr) {
-            empty_key = &b->key[s];
-            empty_value = &b->value[s];
-          }
-        }
+    // A bucket to chain is allocated before a section, never inside one: a std::bad_alloc
+    // thrown while a head's lock (or the global one) is held would leave it held for good. It is
+    // allocated when the chain looks full; a guess that proves wrong under concurrent updates
+    // costs a second section, or a bucket freed unused.
+    std::unique_ptr<Bucket> spare = chain_full(h) ? std::make_unique<Bucket>() : nullptr;
+    for (;;) {
+      Table* chained_in = nullptr;
+      const std::optional<Status> status =
+          writers_.update(tables_, h, [&](Bucket& head, Table& table) -> std::optional<Status> {
+            chained_in = nullptr;  // a transaction's section may run again
+            std::atomic<std::uint64_t>* empty_key = nullptr;
+            std::atomic<std::uint64_t>* empty_value = nullptr;
+            Bucket* last = &head;
+            for (Bucket* b = &head; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
+              last = b;
+              for (unsigned s = 0; s < kSlots; ++s) {
+                const std::uint64_t k = b->key[s].load(std::memory_order_relaxed);
+                if (k == key) {
+                  if (assign) b->value[s].store(value, std::memory_order_release);
+                  return Status::kExists;
+                }
+                if (k == 0 && empty_key == nullptr) {
+                  empty_key = &b->key[s];
+                  empty_value = &b->value[s];
+                }
+              }
+            }
+            if (empty_key == nullptr) {  // chain a bucket, its first slot filled before linking
+              if (!spare) return std::nullopt;  // allocated outside, then this runs again
+              Bucket* added = spare.release();
+              added->value[0].store(value, std::memory_order_relaxed);
+              added->key[0].store(key, std::memory_order_relaxed);
+              last->next.store(added, std::memory_order_release);
+              table.overflow.fetch_add(1, std::memory_order_relaxed);
+              chained_in = &table;
+            } else {
+              empty_value->store(value, std::memory_order_release);
+              empty_key->store(key, std::memory_order_release);
+            }
+            items_.add(1);
+            return Status::kOk;
+          });
+      if (!status) {
+        spare = std::make_unique<Bucket>();
+        continue;
       }
-      if (empty_key == nullptr) {  // chain a new bucket, its first slot filled before linking
-        auto* added = new Bucket;
-        added->value[0].store(value, std::memory_order_relaxed);
-        added->key[0].store(key, std::memory_order_relaxed);
-        last->next.store(added, std::memory_order_release);
-        table.overflow.fetch_add(1, std::memory_order_relaxed);
-        chained = true;
-        chained_in = &table;
-      } else {
-        empty_value->store(value, std::memory_order_release);
-        empty_key->store(key, std::memory_order_release);
+      if (chained_in != nullptr && size() > kItemsPerBucket * chained_in->buckets) {
+        resize(chained_in);
       }
-      items_.add(1);
-      return Status::kOk;
-    });
-    if (chained && size() > kItemsPerBucket * chained_in->buckets) resize(chained_in);
-    return status;
+      return *status;
+    }
   }
 
   // Doubles `from` if it is still the current table and no other thread is resizing.
