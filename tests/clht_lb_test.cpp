@@ -15,14 +15,27 @@
 #include <stdexcept>
 #include <thread>
 
-// Over-aligned allocations (a bucket is alignas(64)) fail once when armed: an allocation failure
-// inside an insert, without exhausting the heap.
+// Over-aligned allocations (a bucket is alignas(64)) fail when armed: an allocation failure
+// inside an insert or a resize, without exhausting the heap. fail_next_aligned_new: the next one
+// fails. aligned_news_allowed: that many more succeed, then every one fails until it is reset.
 namespace {
 std::atomic<bool> fail_next_aligned_new{false};
+constexpr long kUnlimited = -1;
+std::atomic<long> aligned_news_allowed{kUnlimited};
+
+bool aligned_new_fails() {
+  if (fail_next_aligned_new.exchange(false)) return true;
+  long allowed = aligned_news_allowed.load();
+  while (allowed != kUnlimited) {
+    if (allowed == 0) return true;
+    if (aligned_news_allowed.compare_exchange_weak(allowed, allowed - 1)) return false;
+  }
+  return false;
+}
 }  // namespace
 
 void* operator new(std::size_t size, std::align_val_t alignment) {
-  if (fail_next_aligned_new.exchange(false)) throw std::bad_alloc();
+  if (aligned_new_fails()) throw std::bad_alloc();
   const auto align = static_cast<std::size_t>(alignment);
   if (void* p = std::aligned_alloc(align, (size + align - 1) / align * align)) return p;
   throw std::bad_alloc();
@@ -76,6 +89,73 @@ TEST(ClhtLb, AFailedAllocationLeavesNoLockHeld) {
   inserter.join();
   EXPECT_EQ(table.find(4), 40u);
   EXPECT_EQ(table.size(), 4u);
+}
+
+// Whether every key of [1, n] maps to its value (key * 7) and an erase and re-insert of each
+// finishes in bounded time, on another thread: a head left migrated would hold its chain's
+// updates for good.
+void expect_every_key_updatable(ClhtLb& table, std::uint64_t n) {
+  for (std::uint64_t key = 1; key <= n; ++key) ASSERT_EQ(table.find(key), key * 7) << key;
+  std::atomic<bool> done{false};
+  std::thread updater([&] {
+    for (std::uint64_t key = 1; key <= n; ++key) {
+      EXPECT_EQ(table.erase(key), Status::kOk);
+      EXPECT_EQ(table.insert(key, key * 7), Status::kOk);
+    }
+    done.store(true);
+  });
+  for (int i = 0; i < 500 && !done.load(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!done.load()) {
+    updater.detach();
+    FAIL() << "updates after a failed resize did not finish: a head was left migrated";
+  }
+  updater.join();
+  EXPECT_EQ(table.size(), n);
+}
+
+// A resize whose copy cannot allocate an overflow bucket (reserve() here) throws std::bad_alloc
+// and leaves the table as it was: same buckets, every item, and every chain open to updates.
+TEST(ClhtLb, AResizeThatCannotAllocateChangesNothing) {
+  constexpr std::uint64_t kItems = 600;
+  ClhtLb table(kItems);  // 200 heads: no resize while filling; doubled, some heads overflow
+  for (std::uint64_t key = 1; key <= kItems; ++key) {
+    ASSERT_EQ(table.insert(key, key * 7), Status::kOk);
+  }
+  const std::size_t buckets = table.bucket_count();
+  const std::uint64_t resizes = table.resizes();
+  aligned_news_allowed.store(0);
+  EXPECT_THROW(table.reserve(2 * kItems), std::bad_alloc);
+  aligned_news_allowed.store(kUnlimited);
+  EXPECT_EQ(table.bucket_count(), buckets);
+  EXPECT_EQ(table.resizes(), resizes);
+  expect_every_key_updatable(table, kItems);
+  table.reserve(2 * kItems);  // with memory, the same resize succeeds
+  EXPECT_GT(table.bucket_count(), buckets);
+  expect_every_key_updatable(table, kItems);
+}
+
+// An insert whose bucket is allocated but whose resize then cannot allocate is kOk: the item is
+// stored and the table stays as it was, its chains growing, until a later resize finds memory.
+TEST(ClhtLb, AnInsertWhoseResizeCannotAllocateStillStoresItsItem) {
+  constexpr std::uint64_t kItems = 900;
+  ClhtLb table(300);  // 100 heads: resizes once past 300 items
+  const std::size_t buckets = table.bucket_count();
+  for (std::uint64_t key = 1; key <= kItems; ++key) {
+    aligned_news_allowed.store(1);  // the insert's own bucket, if it needs one; not its resize's
+    ASSERT_EQ(table.insert(key, key * 7), Status::kOk) << key;
+  }
+  aligned_news_allowed.store(kUnlimited);
+  EXPECT_EQ(table.bucket_count(), buckets);
+  EXPECT_EQ(table.resizes(), 0u);
+  EXPECT_EQ(table.size(), kItems);
+  expect_every_key_updatable(table, kItems);
+  for (std::uint64_t key = kItems + 1; key <= 2 * kItems; ++key) {
+    ASSERT_EQ(table.insert(key, key * 7), Status::kOk);
+  }
+  EXPECT_GT(table.bucket_count(), buckets);  // these inserts' resizes found memory
+  expect_every_key_updatable(table, 2 * kItems);
 }
 
 }  // namespace

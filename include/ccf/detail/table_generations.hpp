@@ -32,11 +32,20 @@ class TableGenerations {
 
   // Makes `next` the current table. Release: everything written into it before is seen by whoever
   // loads it. `start`: when the resize that built it began.
+  // Makes room to keep one more table, so that the next publish() cannot throw: for a resize
+  // that cannot undo what it did before publishing (tables/clht_lf.hpp freezes chains).
+  void make_room() {
+    const std::lock_guard guard(tables_lock_);
+    tables_.reserve(tables_.size() + 1);
+  }
+
+  // Strong guarantee: if keeping `next` throws (std::bad_alloc; never after make_room()),
+  // nothing is published and `next` still owns the table.
   void publish(std::unique_ptr<Table> next, std::chrono::steady_clock::time_point start) {
-    current_.store(next.get(), std::memory_order_release);
     {
       const std::lock_guard guard(tables_lock_);
       tables_.push_back(std::move(next));
+      current_.store(tables_.back().get(), std::memory_order_release);
     }
     resizes_.fetch_add(1, std::memory_order_relaxed);
     resize_ns_.fetch_add(

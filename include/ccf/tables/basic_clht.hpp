@@ -15,7 +15,8 @@
 //                              every other update of that chain and with a migration of it
 //   migrate(from, copy, publish)   copy(head) for every chain of `from`, then publish(), with no
 //                              update of a copied chain before publish() (a migrated chain's
-//                              updates wait, then retry in the new table)
+//                              updates wait, then retry in the new table); if copy or publish
+//                              throws, every chain is open to updates again, and it rethrows
 //   speculative()              whether sections run as hardware transactions
 // The lookups and the slot protocol below are the same under every policy.
 //
@@ -242,15 +243,20 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     detail::ClhtSizing::check(key, Writers::kName);
   }
 
-  // Whether every slot of h's chain holds a key, as a read without the lock sees it.
-  bool chain_full(std::uint64_t h) const {
+  // What a walk of h's chain without the lock sees: whether a slot holds `key`, whether one is
+  // empty (key 0).
+  struct ChainView {
+    bool holds_key = false;
+    bool has_room = false;
+  };
+  ChainView view(std::uint64_t key, std::uint64_t h) const {
+    ChainView seen;
     for (const Bucket* b = &tables_.current()->head(h); b != nullptr;
          b = b->next.load(std::memory_order_acquire)) {
-      for (const auto& slot_key : b->key) {
-        if (slot_key.load(std::memory_order_relaxed) == 0) return false;
-      }
+      seen.holds_key |= b->holds(key);
+      seen.has_room |= b->holds(0);
     }
-    return true;
+    return seen;
   }
 
   // contains() of a checked key with hash h.
@@ -266,12 +272,13 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
   Status put(std::uint64_t key, std::uint64_t value, bool assign) {
     check(key);
     const std::uint64_t h = hash(key);
-    if (!assign && present(key, h)) return Status::kExists;  // read-only failure, as erase's
+    const ChainView seen = view(key, h);
+    if (!assign && seen.holds_key) return Status::kExists;  // read-only failure, as erase's
     // A bucket to chain is allocated before a section, never inside one: a std::bad_alloc
     // thrown while a head's lock (or the global one) is held would leave it held for good. It is
     // allocated when the chain looks full; a guess that proves wrong under concurrent updates
     // costs a second section, or a bucket freed unused.
-    std::unique_ptr<Bucket> spare = chain_full(h) ? std::make_unique<Bucket>() : nullptr;
+    std::unique_ptr<Bucket> spare = seen.has_room ? nullptr : std::make_unique<Bucket>();
     for (;;) {
       Table* chained_in = nullptr;
       const std::optional<Status> status =
@@ -314,13 +321,20 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
         continue;
       }
       if (chained_in != nullptr && size() > kItemsPerBucket * chained_in->buckets) {
-        resize(chained_in);
+        try {
+          resize(chained_in);
+        } catch (const std::bad_alloc&) {
+          // The item is stored; the table is as it was (see resize) and its chains grow until a
+          // later insert's resize finds the memory.
+        }
       }
       return *status;
     }
   }
 
-  // Doubles `from` if it is still the current table and no other thread is resizing.
+  // Doubles `from` if it is still the current table and no other thread is resizing. Strong
+  // guarantee: a std::bad_alloc (the new table, an overflow bucket of the copy) leaves `from`
+  // current, unchanged and open to updates (Writers::migrate releases what it took).
   void resize(Table* from) {
     const std::unique_lock guard(resize_lock_, std::try_to_lock);
     if (!guard.owns_lock() || tables_.current() != from) return;

@@ -37,20 +37,32 @@ class BucketLocks {
     }
   }
 
-  // Each head locked for good (kMigrated), then copied; then publish().
+  // Each head locked for good (kMigrated), then copied; then publish(). If a copy or the
+  // publication throws (std::bad_alloc), the heads taken so far are freed again and the
+  // exception propagates: copies only read `from`, so it is left as it was, and the updates that
+  // waited on its heads go on in it.
   template <class Table, class Copy, class Publish>
   void migrate(Table& from, Copy&& copy, Publish&& publish) {
-    for (std::uint64_t i = 0; i < from.buckets; ++i) {
-      auto& head = from.heads[i];
-      sync::SpinWait wait;
-      for (std::uint64_t state = kFree;
-           !head.lock.compare_exchange_weak(state, kMigrated, std::memory_order_acquire);
-           state = kFree) {
-        wait.wait();
+    std::uint64_t taken = 0;  // heads [0, taken) are kMigrated
+    try {
+      while (taken < from.buckets) {
+        auto& head = from.heads[taken];
+        sync::SpinWait wait;
+        for (std::uint64_t state = kFree;
+             !head.lock.compare_exchange_weak(state, kMigrated, std::memory_order_acquire);
+             state = kFree) {
+          wait.wait();
+        }
+        ++taken;
+        copy(head);
       }
-      copy(head);
+      publish();
+    } catch (...) {
+      for (std::uint64_t i = 0; i < taken; ++i) {
+        from.heads[i].lock.store(kFree, std::memory_order_release);
+      }
+      throw;
     }
-    publish();
   }
 
   static constexpr bool speculative() noexcept { return false; }

@@ -362,11 +362,19 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
     if (tables_.current() != from) return true;
     if (2 * from->buckets > detail::ClhtSizing::kMaxBuckets) return false;
     const auto start = std::chrono::steady_clock::now();
-    std::unique_ptr<Table> to;
-    for (std::uint64_t buckets = 2 * from->buckets; !to; buckets *= 2) {
-      to = std::make_unique<Table>(buckets);
-      for (std::uint64_t i = 0; i < from->buckets && to; ++i) {
-        if (!copy_chain(from->heads[i], *to)) to.reset();  // a chain overflowed: larger
+    // A frozen chain stays frozen, so what may throw (std::bad_alloc) comes before the first
+    // freeze: room to keep the new table, and the new table. Only when a chain overflows the
+    // doubled table (a degenerate hash, see the header) is a larger one allocated after.
+    tables_.make_room();
+    std::uint64_t buckets = 2 * from->buckets;
+    auto to = std::make_unique<Table>(buckets);
+    for (std::uint64_t i = 0; i < from->buckets;) {
+      if (copy_chain(from->heads[i], *to)) {
+        ++i;
+      } else {  // a chain overflowed: start over, larger
+        buckets *= 2;
+        to = std::make_unique<Table>(buckets);
+        i = 0;
       }
     }
     tables_.publish(std::move(to), start);  // every copy before the publication

@@ -34,6 +34,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string_view>
 
 #include "ccf/sync/htm.hpp"
@@ -63,12 +64,14 @@ class GlobalElided {
     });
   }
 
+  // A whole table's copy never fits in a transaction: it takes the lock, as every scheme's
+  // fallback does, which aborts the transactions subscribed to it. Should a copy or the
+  // publication throw, the guard frees the lock; copies only read `from`.
   template <class Table, class Copy, class Publish>
   void migrate(Table& from, Copy&& copy, Publish&& publish) {
-    elision_.write([&] {
-      for (std::uint64_t i = 0; i < from.buckets; ++i) copy(from.heads[i]);
-      publish();
-    });
+    const std::lock_guard guard(elision_.mutex());
+    for (std::uint64_t i = 0; i < from.buckets; ++i) copy(from.heads[i]);
+    publish();
   }
 
   bool speculative() const noexcept { return elision_.speculative(); }
