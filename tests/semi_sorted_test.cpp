@@ -106,8 +106,53 @@ void check_against_model() {
     if (probe != 0) {
       ASSERT_EQ(table.contains(bucket, probe), held.contains(probe)) << probe;
     }
-    for (const std::uint32_t value : held) ASSERT_TRUE(table.contains(bucket, value)) << value;
+    for (const std::uint32_t value : held) {
+      ASSERT_TRUE(table.contains(bucket, value)) << value;
+      // Near misses: the same high part with another nibble, the same nibble with another high.
+      for (const std::uint32_t near :
+           {value ^ 0x1u, value ^ 0x8u, value ^ 0x10u, value ^ (mask & ~0xfu)}) {
+        if (near != 0) {
+          ASSERT_EQ(table.contains(bucket, near), held.contains(near)) << near;
+        }
+      }
+    }
   }
+}
+
+// Every fingerprint probed against buckets of four random ones (repeated nibbles and highs
+// included): contains() compares in the stored form, against the fingerprints read back.
+template <unsigned F>
+void check_every_probe() {
+  constexpr std::size_t kBuckets = 300;
+  ccf::SemiSortedTable<F> table(kBuckets);
+  std::mt19937_64 random(F + 1);
+  const std::uint32_t mask = (std::uint32_t{1} << F) - 1;
+  const std::uint32_t probes = std::min<std::uint32_t>(mask, 1u << 12);
+  for (std::size_t bucket = 0; bucket < kBuckets; ++bucket) {
+    const unsigned filled = static_cast<unsigned>(bucket % 5);  // 0 to 4 slots in use
+    std::multiset<std::uint32_t> held;
+    for (unsigned k = 0; k < filled; ++k) {
+      // Few distinct nibbles and highs, so that partial matches are common.
+      std::uint32_t fp = (static_cast<std::uint32_t>(random() % 3) << 4 | random() % 3) & mask;
+      if (random() % 2 == 0) fp = static_cast<std::uint32_t>(random()) & mask;
+      if (fp == 0) fp = 1;
+      ASSERT_TRUE(table.try_insert(bucket, fp));
+      held.insert(fp);
+    }
+    for (std::uint32_t step = 0; step < probes; ++step) {
+      // Every fingerprint for F <= 12; for F = 16, 4096 of them, the held ones' parts among them.
+      const std::uint32_t probe = F <= 12 ? step + 1 : (step * 0x9e37u + (step & 1)) & mask;
+      if (probe == 0) continue;
+      ASSERT_EQ(table.contains(bucket, probe), held.contains(probe))
+          << "bucket " << bucket << " probe " << probe;
+    }
+  }
+}
+
+TEST(SemiSortedTable, ContainsAgreesWithTheStoredFingerprintsForEveryProbe) {
+  check_every_probe<8>();
+  check_every_probe<12>();
+  check_every_probe<16>();
 }
 
 TEST(SemiSortedTable, AgreesWithAMultisetPerBucket) {

@@ -17,6 +17,14 @@
 // strictly increasing a < b+1 < c+2 < d+3 in [0, 19), rank = C(a,1) + C(b+1,2) + C(c+2,3) +
 // C(d+3,4). Encoding is four lookups in tables of at most 20 entries; decoding is one lookup in
 // a 3876-entry table of 16-bit words (7.6 KiB, comfortably inside L1).
+//
+// A lookup does not assemble the fingerprints. The high parts already lie in F-4-bit lanes, and a
+// second table (kNibbleSpreadTable<F-4>: 7.6, 15.1 or 30.3 KiB for F = 8, 12, 16) gives the code's
+// nibbles in lanes of the same width, so one XOR against each part of the wanted fingerprint and
+// an OR leave a zero lane exactly where both parts match. A plain lookup waits on two cache
+// misses, and the out-of-order window overlaps those of consecutive lookups only as far as it
+// holds their instructions: the fewer that wait on each bucket's load, the more lookups are in
+// flight (docs/benchmarks.md measures it).
 #pragma once
 
 #include <array>
@@ -25,6 +33,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #if defined(__BMI2__)
@@ -70,21 +79,32 @@ struct NibbleCodec {
   static std::uint16_t decode(std::uint16_t code) noexcept;
 };
 
-constexpr std::array<std::uint16_t, NibbleCodec::kCodes> make_nibble_decode_table() {
-  std::array<std::uint16_t, NibbleCodec::kCodes> table{};
+// The smallest unsigned type with room for four lanes of LaneBits bits.
+template <unsigned LaneBits>
+using NibbleLanes =
+    std::conditional_t<(4 * LaneBits <= 16), std::uint16_t,
+                       std::conditional_t<(4 * LaneBits <= 32), std::uint32_t, std::uint64_t>>;
+
+// For every code, its sorted nibbles a <= b <= c <= d in lanes of LaneBits bits: nibble k in bits
+// [k * LaneBits, k * LaneBits + 4).
+template <unsigned LaneBits>
+constexpr std::array<NibbleLanes<LaneBits>, NibbleCodec::kCodes> make_nibble_table() {
+  std::array<NibbleLanes<LaneBits>, NibbleCodec::kCodes> table{};
   for (unsigned a = 0; a < 16; ++a)
     for (unsigned b = a; b < 16; ++b)
       for (unsigned c = b; c < 16; ++c)
         for (unsigned d = c; d < 16; ++d)
-          table[NibbleCodec::encode(a, b, c, d)] =
-              static_cast<std::uint16_t>(a | b << 4 | c << 8 | d << 12);
+          table[NibbleCodec::encode(a, b, c, d)] = static_cast<NibbleLanes<LaneBits>>(
+              a | b << LaneBits | std::uint64_t{c} << 2 * LaneBits |
+              std::uint64_t{d} << 3 * LaneBits);
   return table;
 }
-inline constexpr std::array<std::uint16_t, NibbleCodec::kCodes> kNibbleDecodeTable =
-    make_nibble_decode_table();
+template <unsigned LaneBits>
+inline constexpr std::array<NibbleLanes<LaneBits>, NibbleCodec::kCodes> kNibbleSpreadTable =
+    make_nibble_table<LaneBits>();
 
 inline std::uint16_t NibbleCodec::decode(std::uint16_t code) noexcept {
-  return kNibbleDecodeTable[code];
+  return kNibbleSpreadTable<4>[code];
 }
 
 }  // namespace detail
@@ -124,8 +144,15 @@ class SemiSortedTable {
     detail::prefetch_line(first + 7);
   }
 
+  // Without assembling the fingerprints (see the header): slot k holds fp exactly when lane k of
+  // (highs ^ fp's high part) | (nibbles ^ fp's nibble) is zero.
   bool contains(std::size_t bucket, std::uint32_t fp) const noexcept {
-    return Lanes::lanes_equal(lanes(load(bucket)), fp) != 0;
+    const std::uint64_t bits = load_unmasked(bucket);  // the highs end at bit 4F - 5: above, junk
+    const std::uint64_t nibbles = detail::kNibbleSpreadTable<kHighBits>[bits & kCodeMask];
+    const std::uint64_t highs = bits >> detail::NibbleCodec::kCodeBits;
+    const std::uint64_t differ =
+        (highs ^ HighLanes::kLow * (fp >> 4)) | (nibbles ^ HighLanes::kLow * (fp & 0xf));
+    return HighLanes::zero_lanes(differ) != 0;  // reads only the four lanes' top bits
   }
 
   // Empty slots hold fingerprint 0.
@@ -174,6 +201,8 @@ class SemiSortedTable {
   static_assert(detail::NibbleCodec::encode(0, 0, 0, 0) == 0);
   // The four fingerprints of a bucket as 16-bit lanes of one word.
   using Lanes = detail::BitLanes<16, 4>;
+  // The four high parts as the bucket stores them, above the code.
+  using HighLanes = detail::BitLanes<kHighBits, 4>;
   static constexpr std::uint64_t kBucketMask = (std::uint64_t{1} << kBucketBits) - 1;
   static constexpr std::uint64_t kCodeMask = (1u << detail::NibbleCodec::kCodeBits) - 1;
   static constexpr std::uint64_t kHighMask = (std::uint64_t{1} << kHighBits) - 1;
@@ -239,8 +268,12 @@ class SemiSortedTable {
   static_assert(kBucketBits % 4 == 0 && kBucketBits + 4 <= 64);
 
   std::uint64_t load(std::size_t bucket) const noexcept {
+    return load_unmasked(bucket) & kBucketMask;
+  }
+  // The bucket in bits [0, kBucketBits), the next bucket's first bits above.
+  std::uint64_t load_unmasked(std::size_t bucket) const noexcept {
     const std::size_t bit = bucket * kBucketBits;
-    return (detail::load_u64(storage_.data() + bit / 8) >> (bit % 8)) & kBucketMask;
+    return detail::load_u64(storage_.data() + bit / 8) >> (bit % 8);
   }
 
   void store(std::size_t bucket, std::uint64_t value) noexcept {
