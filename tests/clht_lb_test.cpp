@@ -62,6 +62,26 @@ TEST(ClhtLb, ZeroKeyIsRefused) {
   EXPECT_EQ(table.size(), 0u);
 }
 
+// Runs `work` on another thread and waits up to 5 s for it to finish. One that does not (an
+// update spinning on a lock left held) is detached: the test has failed.
+template <class Work>
+bool finishes_in_time(Work&& work) {
+  std::atomic<bool> done{false};
+  std::thread worker([&] {
+    work();
+    done.store(true);
+  });
+  for (int i = 0; i < 500 && !done.load(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!done.load()) {
+    worker.detach();
+    return false;
+  }
+  worker.join();
+  return true;
+}
+
 // An insert that must chain a bucket and cannot allocate it throws std::bad_alloc, changes
 // nothing, and leaves the chain's lock free: the bucket is allocated outside the section.
 TEST(ClhtLb, AFailedAllocationLeavesNoLockHeld) {
@@ -73,20 +93,9 @@ TEST(ClhtLb, AFailedAllocationLeavesNoLockHeld) {
   fail_next_aligned_new.store(false);
   EXPECT_EQ(table.find(4), std::nullopt);
   EXPECT_EQ(table.size(), 3u);
-  // Were the head's lock still held, this insert would spin for good: bounded wait.
-  std::atomic<bool> done{false};
-  std::thread inserter([&] {
-    EXPECT_EQ(table.insert(4, 40), Status::kOk);
-    done.store(true);
-  });
-  for (int i = 0; i < 500 && !done.load(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (!done.load()) {
-    inserter.detach();
-    FAIL() << "the insert after the failed one did not finish: the head's lock was left held";
-  }
-  inserter.join();
+  // Were the head's lock still held, this insert would spin for good.
+  ASSERT_TRUE(finishes_in_time([&] { EXPECT_EQ(table.insert(4, 40), Status::kOk); }))
+      << "the insert after the failed one did not finish: the head's lock was left held";
   EXPECT_EQ(table.find(4), 40u);
   EXPECT_EQ(table.size(), 4u);
 }
@@ -96,22 +105,12 @@ TEST(ClhtLb, AFailedAllocationLeavesNoLockHeld) {
 // updates for good.
 void expect_every_key_updatable(ClhtLb& table, std::uint64_t n) {
   for (std::uint64_t key = 1; key <= n; ++key) ASSERT_EQ(table.find(key), key * 7) << key;
-  std::atomic<bool> done{false};
-  std::thread updater([&] {
+  ASSERT_TRUE(finishes_in_time([&] {
     for (std::uint64_t key = 1; key <= n; ++key) {
       EXPECT_EQ(table.erase(key), Status::kOk);
       EXPECT_EQ(table.insert(key, key * 7), Status::kOk);
     }
-    done.store(true);
-  });
-  for (int i = 0; i < 500 && !done.load(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (!done.load()) {
-    updater.detach();
-    FAIL() << "updates after a failed resize did not finish: a head was left migrated";
-  }
-  updater.join();
+  })) << "updates after a failed resize did not finish: a head was left migrated";
   EXPECT_EQ(table.size(), n);
 }
 
