@@ -307,7 +307,12 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
       if (*status == Status::kOk) {
         items_.add(1);
         if (chained && size() > detail::ClhtSizing::kItemsPerBucket * table->buckets) {
-          resize(table, false);
+          try {
+            resize(table, false);
+          } catch (const std::bad_alloc&) {
+            // The item is stored; a resize fails before it freezes a chain (see resize), so the
+            // table is as it was, and a later insert's resize tries again.
+          }
         }
       }
       return *status;
