@@ -30,8 +30,6 @@ class TableGenerations {
     return current_.load(std::memory_order_relaxed) == table;
   }
 
-  // Makes `next` the current table. Release: everything written into it before is seen by whoever
-  // loads it. `start`: when the resize that built it began.
   // Makes room to keep one more table, so that the next publish() cannot throw: for a resize
   // that cannot undo what it did before publishing (tables/clht_lf.hpp freezes chains).
   void make_room() {
@@ -39,8 +37,10 @@ class TableGenerations {
     tables_.reserve(tables_.size() + 1);
   }
 
-  // Strong guarantee: if keeping `next` throws (std::bad_alloc; never after make_room()),
-  // nothing is published and `next` still owns the table.
+  // Makes `next` the current table. Release: everything written into it before is seen by whoever
+  // loads it. `start`: when the resize that built it began. Strong guarantee: if keeping `next`
+  // throws (std::bad_alloc; never after make_room()), nothing is published and `next` still owns
+  // the table.
   void publish(std::unique_ptr<Table> next, std::chrono::steady_clock::time_point start) {
     {
       const std::lock_guard guard(tables_lock_);
