@@ -44,9 +44,12 @@
 //
 // Progress: finds retry only when an update of their chain completed, and updates retry only
 // when another update's CAS on their chain succeeded: both lock-free -- except that an update
-// that meets a frozen chain waits until the resize that froze it publishes the new table (as in
-// the reference design; a resizer preempted mid-copy stalls updates, never finds). A find of a
-// frozen chain reads it unchanged, since no update succeeds there once it is frozen.
+// that meets a frozen chain waits (on the resize lock) until the resize that froze it ends (as
+// in the reference design; a resizer preempted mid-copy stalls updates, never finds), and
+// should that resize have failed (std::bad_alloc), does it again itself, throwing
+// std::bad_alloc without a change if it fails too: a failed resize leaves no chain frozen for
+// good. A find of a frozen chain reads it unchanged, since no update succeeds there once it is
+// frozen.
 //
 // Versions have 39 bits: a stale snapshot could only pass for a current one after exactly a
 // multiple of 2^39 (5.5 * 10^11) changes of one chain while one operation is stalled between
@@ -75,7 +78,6 @@
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/detail/table_generations.hpp"
 #include "ccf/status.hpp"
-#include "ccf/sync/spin_wait.hpp"
 
 namespace ccf {
 
@@ -118,7 +120,7 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
       Bucket& head = table->head(h);
       std::uint64_t s = head.snapshot.load(std::memory_order_acquire);
       if (s & kFrozen) {
-        wait_for_successor(table);
+        resize(table, true);  // finishes the resize that froze it (see Progress)
         continue;
       }
       const std::optional<SlotRef> slot = find_valid(head, s, key);
@@ -284,7 +286,7 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
       Table* table = tables_.current();
       Bucket& head = table->head(h);
       if (head.snapshot.load(std::memory_order_acquire) & kFrozen) {
-        wait_for_successor(table);
+        resize(table, true);  // finishes the resize that froze it (see Progress)
         continue;
       }
       bool chained = false;
@@ -300,8 +302,8 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
         continue;
       }
       const std::optional<Status> status = publish(head, *reserved, key, assign);
-      if (!status) {  // the chain was frozen: wait for the new table and insert there
-        wait_for_successor(table);
+      if (!status) {  // the chain was frozen: finish that resize and insert in the new table
+        resize(table, true);
         continue;
       }
       if (*status == Status::kOk) {
@@ -310,8 +312,8 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
           try {
             resize(table, false);
           } catch (const std::bad_alloc&) {
-            // The item is stored; a resize fails before it freezes a chain (see resize), so the
-            // table is as it was, and a later insert's resize tries again.
+            // The item is stored. The next update that needs the room, or meets a chain this
+            // resize froze, does the resize again (see Progress).
           }
         }
       }
@@ -350,26 +352,24 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
     slot.bucket->key[slot.lane].store(0, std::memory_order_release);
   }
 
-  void wait_for_successor(const Table* table) const noexcept {
-    sync::SpinWait wait;
-    while (tables_.current() == table) wait.wait();
-  }
-
-  // Doubles `from` if it is still the current table. If another thread is resizing, waits for
-  // it when `wait` (an insert that needs the room), else returns at once. False only at the
-  // table limit.
+  // Doubles `from` if it is still the current table. If another thread is resizing: when `wait`
+  // (an update that needs the room, or met a frozen chain), waits for it to end and, should it
+  // have failed, resizes itself; else returns at once. False only at the table limit. A
+  // std::bad_alloc propagates, with chains of `from` possibly frozen: the next resize of `from`
+  // copies them again.
   bool resize(Table* from, bool wait) {
-    const std::unique_lock guard(resize_lock_, std::try_to_lock);
-    if (!guard.owns_lock()) {
-      if (wait) wait_for_successor(from);
+    std::unique_lock guard(resize_lock_, std::defer_lock);
+    if (wait) {
+      guard.lock();
+    } else if (!guard.try_lock()) {
       return true;
     }
     if (tables_.current() != from) return true;
     if (2 * from->buckets > detail::ClhtSizing::kMaxBuckets) return false;
     const auto start = std::chrono::steady_clock::now();
-    // A frozen chain stays frozen, so what may throw (std::bad_alloc) comes before the first
-    // freeze: room to keep the new table, and the new table. Only when a chain overflows the
-    // doubled table (a degenerate hash, see the header) is a larger one allocated after.
+    // What may throw (std::bad_alloc) comes before the first freeze where it can: room to keep
+    // the new table, and the new table. Only when a chain overflows the doubled table (a
+    // degenerate hash, see the header) is a larger one allocated after some chains froze.
     tables_.make_room();
     std::uint64_t buckets = 2 * from->buckets;
     auto to = std::make_unique<Table>(buckets);
