@@ -16,15 +16,13 @@
 #include <thread>
 
 // Over-aligned allocations (a bucket is alignas(64)) fail when armed: an allocation failure
-// inside an insert or a resize, without exhausting the heap. fail_next_aligned_new: the next one
-// fails. aligned_news_allowed: that many more succeed, then every one fails until it is reset.
+// inside an insert or a resize, without exhausting the heap. aligned_news_allowed: that many more
+// succeed, then every one fails until it is reset to kUnlimited.
 namespace {
-std::atomic<bool> fail_next_aligned_new{false};
 constexpr long kUnlimited = -1;
 std::atomic<long> aligned_news_allowed{kUnlimited};
 
 bool aligned_new_fails() {
-  if (fail_next_aligned_new.exchange(false)) return true;
   long allowed = aligned_news_allowed.load();
   while (allowed != kUnlimited) {
     if (allowed == 0) return true;
@@ -88,9 +86,9 @@ TEST(ClhtLb, AFailedAllocationLeavesNoLockHeld) {
   ClhtLb table(3);  // one head bucket
   ASSERT_EQ(table.bucket_count(), 1u);
   for (std::uint64_t key = 1; key <= 3; ++key) ASSERT_EQ(table.insert(key, key), Status::kOk);
-  fail_next_aligned_new.store(true);
+  aligned_news_allowed.store(0);
   EXPECT_THROW(static_cast<void>(table.insert(4, 40)), std::bad_alloc);
-  fail_next_aligned_new.store(false);
+  aligned_news_allowed.store(kUnlimited);
   EXPECT_EQ(table.find(4), std::nullopt);
   EXPECT_EQ(table.size(), 3u);
   // Were the head's lock still held, this insert would spin for good.
