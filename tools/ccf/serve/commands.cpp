@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <charconv>
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <system_error>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "serve/cf_commands.hpp"
 #include "serve/snapshot.hpp"
@@ -27,8 +29,11 @@ using Args = std::vector<std::string>;
 
 constexpr std::string_view kVersion = "7.4.0";  // what clients are told (HELLO, INFO)
 
+// Command names and keywords are ASCII; no allocation, no locale.
 bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  return lower(a) == lower(b);
+  const auto fold = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
+                                            [&](char x, char y) { return fold(x) == fold(y); });
 }
 
 // `ccf serve`'s side of the CF.* commands (cf_commands.hpp): the keyspace, through the
@@ -525,6 +530,38 @@ void execute(ServerState& server, ClientState& client, const std::vector<std::st
   // A write answered with an error changed nothing: it does not count toward `--save`.
   const bool failed = out.size() > reply_start && out[reply_start] == '-';
   if (!failed && writes(name)) server.changes.fetch_add(1, std::memory_order_relaxed);  // a count
+}
+
+void Pipeline::run(ServerState& server, ClientState& client, std::vector<std::string>& args,
+                   std::string& out) {
+  // A CF.EXISTS joins the run when execute() would answer it from the key's filter: three
+  // arguments, from a client that needs no AUTH (execute() answers the others' NOAUTH).
+  const bool joins = args.size() == 3 && (server.password.empty() || client.authenticated) &&
+                     equals_ignoring_case(args[0], "cf.exists");
+  if (!joins || (held_ != 0 && args[1] != key_)) flush(server, client, out);
+  if (!joins) return execute(server, client, args, out);
+  if (held_ == 0) key_ = args[1];
+  if (items_.size() == held_) items_.emplace_back();
+  items_[held_++].swap(args[2]);
+  if (held_ == kMaxRun) flush(server, client, out);
+}
+
+void Pipeline::flush(ServerState& server, ClientState& client, std::string& out) {
+  if (held_ == 0) return;
+  const std::size_t count = std::exchange(held_, 0);
+  ReplyWriter reply(out, client.proto);
+  try {
+    std::array<std::string_view, kMaxRun> items;
+    std::array<bool, kMaxRun> found{};
+    std::copy_n(items_.begin(), count, items.begin());
+    ServeKeys keys{server.keyspace, client};
+    if (const Lookup held = keys.look_up(key_); held.filter != nullptr) {
+      held.filter->contains_many({items.data(), count}, {found.data(), count});
+    }
+    for (std::size_t i = 0; i < count; ++i) reply.boolean(found[i]);
+  } catch (const std::exception& error) {  // as execute(): each command of the run fails
+    for (std::size_t i = 0; i < count; ++i) reply.error(std::string("ERR ") + error.what());
+  }
 }
 
 void save_now(ServerState& server) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
@@ -49,5 +50,26 @@ struct ClientState {
 
 void execute(ServerState& server, ClientState& client, const std::vector<std::string>& args,
              std::string& out);
+
+// Runs a client's pipelined commands in order, with the replies execute() gives each, except
+// that a run of consecutive `CF.EXISTS key item` on one key is looked up as one batch
+// (CfFilter::contains_many): the items' cache misses overlap, where commands run one at a time
+// pay each alone. The run is held back until a command that is not part of it, flush(), or
+// kMaxRun items; the caller flushes before it sends the replies.
+class Pipeline {
+ public:
+  static constexpr std::size_t kMaxRun = 64;
+
+  // Runs `args` now, or holds it in the current run (it may take args' strings).
+  void run(ServerState& server, ClientState& client, std::vector<std::string>& args,
+           std::string& out);
+  // Answers the commands held back.
+  void flush(ServerState& server, ClientState& client, std::string& out);
+
+ private:
+  std::string key_;
+  std::vector<std::string> items_;  // items_[0, held_): the run's items (capacity kept)
+  std::size_t held_ = 0;
+};
 
 }  // namespace ccf::serve

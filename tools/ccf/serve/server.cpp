@@ -72,16 +72,18 @@ class Session : public std::enable_shared_from_this<Session> {
       offset += consumed;
       if (status == ParseStatus::kNeedMore) break;
       if (status == ParseStatus::kError) {
+        pipeline_.flush(state_, client_, output_);
         ReplyWriter(output_, client_.proto).error("ERR " + parser_.error());
         close_after = true;
         break;
       }
-      execute(state_, client_, args_, output_);
+      pipeline_.run(state_, client_, args_, output_);
       if (client_.close_after_reply) {
         close_after = true;
         break;
       }
     }
+    pipeline_.flush(state_, client_, output_);
     input_.erase(0, offset);
     const bool more_to_run = !close_after && output_.size() >= kMaxPendingOutput;
     if (!close_after && !more_to_run && input_.size() > parser_.max_buffered_bytes()) {
@@ -130,6 +132,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string input_;
   std::string output_;
   std::vector<std::string> args_;
+  Pipeline pipeline_;
   std::uint64_t activity_ = 0;  // reads completed (on the session's thread)
 };
 
