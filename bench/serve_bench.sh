@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # `ccf serve` against Debian's redis-server, in one run on this machine (docs/server.md):
 # redis-benchmark -c 50 -P 16 -n N -r 10000000 runs CF.ADD then CF.EXISTS on one filter
-# reserved for 20M items, and SET then GET on redis-server, ROUNDS times interleaved. Prints
+# reserved for 20M items (a fresh one each round), and SET then GET on redis-server (emptied
+# each round), ROUNDS times interleaved. Prints
 # every round's rates and latencies (and ECHO on ccf serve: the set-up's ceiling, no filter
 # touched), the per-round ratios and their medians, and the memory
 # per item (CF.INFO and the server's RSS against the library filter's table).
-# Usage: bench/serve_bench.sh [ROUNDS (3)] [REQUESTS (2000000)] [THREADS (2)]
+# Usage: bench/serve_bench.sh [ROUNDS (3)] [REQUESTS (2000000)] [THREADS]
+# THREADS, ccf serve's I/O threads, defaults to the cores redis-benchmark (one thread) leaves:
+# nproc - 1, at least 1. On 2 cores a second I/O thread only takes turns with the client.
 # Both servers listen on loopback ports and are stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 requests=${2:-2000000}
-threads=${3:-2}
+threads=${3:-$(($(nproc) > 1 ? $(nproc) - 1 : 1))}
 ccf=build/release/tools/ccf/ccf
 for tool in redis-server redis-benchmark redis-cli; do
   command -v "$tool" >/dev/null || { echo "serve_bench: $tool is missing (scripts/setup.sh)" >&2; exit 2; }
@@ -41,7 +44,6 @@ for port in $(seq 16379 16479); do
   fi
 done
 [[ -n $redis_port ]] || { echo "serve_bench: redis-server did not start" >&2; exit 3; }
-redis-cli -p "$ccf_port" CF.RESERVE f 20000000 >/dev/null
 
 # One redis-benchmark run: prints "rps p50 p99" (ms).
 run() {
@@ -50,10 +52,17 @@ run() {
 }
 
 echo "# ccf serve vs redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), $(date -u +%F), $(nproc) cores, $(uname -m)"
-echo "# redis-benchmark -c 50 -P 16 -n $requests -r 10000000; ccf serve --threads $threads; CF.RESERVE f 20000000"
+echo "# redis-benchmark -c 50 -P 16 -n $requests -r 10000000; ccf serve --threads $threads; each round: FLUSHALL, CF.RESERVE f 20000000"
 echo "# round structure rps p50_ms p99_ms"
 declare -a add_ratio exists_ratio
 for round in $(seq "$rounds"); do
+  # Every round starts from empty servers. CF.ADD adds a copy of an item already present (as
+  # RedisBloom's does), and an item added more than 2 x BUCKETSIZE times fills its bucket pair,
+  # so rounds of adds on one filter would make it grow by a sub-filter every few rounds, and
+  # each later CF.EXISTS would search them all: every round would measure a different filter.
+  redis-cli -p "$ccf_port" FLUSHALL >/dev/null
+  redis-cli -p "$ccf_port" CF.RESERVE f 20000000 >/dev/null
+  redis-cli -p "$redis_port" FLUSHALL >/dev/null
   read -r add p50a p99a < <(run "$ccf_port" CF.ADD f __rand_int__)
   read -r set p50s p99s < <(run "$redis_port" SET __rand_int__ xxx)
   read -r exists p50e p99e < <(run "$ccf_port" CF.EXISTS f __rand_int__)
