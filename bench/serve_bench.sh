@@ -51,28 +51,34 @@ run() {
     tail -1 | tr -d '"' | awk -F, '{print $2, $5, $7}'
 }
 
+# A field of CF.INFO KEY: field KEY NAME.
+field() { redis-cli -p "$ccf_port" CF.INFO "$1" | awk -v name="$2" 'prev == name {print; exit} {prev = $0}'; }
+
 echo "# ccf serve vs redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), $(date -u +%F), $(nproc) cores, $(uname -m)"
 echo "# redis-benchmark -c 50 -P 16 -n $requests -r 10000000; ccf serve --threads $threads; each round: FLUSHALL, CF.RESERVE f 20000000"
 echo "# round structure rps p50_ms p99_ms"
 declare -a add_ratio exists_ratio
 for round in $(seq "$rounds"); do
   # Every round starts from empty servers. CF.ADD adds a copy of an item already present (as
-  # RedisBloom's does), and an item added more than 2 x BUCKETSIZE times fills its bucket pair,
-  # so rounds of adds on one filter would make it grow by a sub-filter every few rounds, and
-  # each later CF.EXISTS would search them all: every round would measure a different filter.
+  # RedisBloom's does), and an item added more than 2 x BUCKETSIZE times fills its bucket pair:
+  # the filter grows by a sub-filter, which later adds fill. 2M random adds of 10M keys bring
+  # a few items to 5 copies, so a round may end with 1-3 sub-filters; rounds of adds on one
+  # filter would keep adding sub-filters, each searched by every negative CF.EXISTS.
   redis-cli -p "$ccf_port" FLUSHALL >/dev/null
   redis-cli -p "$ccf_port" CF.RESERVE f 20000000 >/dev/null
   redis-cli -p "$redis_port" FLUSHALL >/dev/null
   read -r add p50a p99a < <(run "$ccf_port" CF.ADD f __rand_int__)
   read -r set p50s p99s < <(run "$redis_port" SET __rand_int__ xxx)
   read -r exists p50e p99e < <(run "$ccf_port" CF.EXISTS f __rand_int__)
+  # A negative CF.EXISTS searches every sub-filter: how many the round's adds made.
+  subs=$(field f "Number of filters")
   read -r get p50g p99g < <(run "$redis_port" GET __rand_int__)
   # The ceiling of this set-up: ECHO touches no filter, so its rate is what redis-benchmark and
   # the server's request path reach on these cores (client and servers share them).
   read -r echo_rps p50c p99c < <(run "$ccf_port" ECHO __rand_int__)
   echo "$round ccf:CF.ADD $add $p50a $p99a"
   echo "$round redis:SET $set $p50s $p99s"
-  echo "$round ccf:CF.EXISTS $exists $p50e $p99e"
+  echo "$round ccf:CF.EXISTS $exists $p50e $p99e sub-filters=$subs"
   echo "$round redis:GET $get $p50g $p99g"
   echo "$round ccf:ECHO $echo_rps $p50c $p99c"
   add_ratio+=("$(awk -v a="$add" -v b="$set" 'BEGIN{printf "%.2f", a / b}')")
@@ -85,7 +91,6 @@ echo "# per-round CF.EXISTS/GET: ${exists_ratio[*]} (median $(median "${exists_r
 # Memory: a filter filled near its capacity. CF.INFO's Size is the sub-filters' own
 # memory_bytes() (the library's striped filter: table and stripes) plus the key's object; the
 # server's RSS grows by what the filter's pages cost.
-field() { redis-cli -p "$ccf_port" CF.INFO "$1" | awk -v name="$2" 'prev == name {print; exit} {prev = $0}'; }
 rss() { redis-cli -p "$ccf_port" INFO memory | tr -d '\r' | sed -n 's/^used_memory_rss://p'; }
 rss_before=$(rss)
 redis-cli -p "$ccf_port" CF.RESERVE m 4000000 BUCKETSIZE 4 EXPANSION 0 >/dev/null
