@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "ccf/detail/addressing.hpp"
-#include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/key_api.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/packed_table.hpp"
+#include "path_insert.hpp"
 
 namespace {
 
@@ -30,7 +30,6 @@ constexpr unsigned kFpBits = 12;
 constexpr unsigned kSlots = 4;
 constexpr std::uint64_t kGroup = 8;  // buckets of an aligned group: 48 bytes
 using Table = ccf::PackedTable<kFpBits, kSlots>;
-using Path = ccf::detail::CuckooPath<kSlots, ccf::detail::kConcurrentPathDepth<kSlots>>;
 
 // Partial-key addressing where a share of the fingerprints have their alternate in the
 // primary's group of kGroup buckets (an XOR with a non-zero offset: an involution inside the
@@ -56,17 +55,6 @@ class LineLocalAddressing {
   ccf::detail::Addressing<kFpBits> global_;
   std::uint64_t local_below_;
 };
-
-bool insert(Table& table, const LineLocalAddressing& addressing, std::uint64_t key) {
-  const ccf::detail::Location at = ccf::detail::locate(addressing, ccf::hash_key(key));
-  if (table.try_insert(at.primary, at.fp) || table.try_insert(at.alternate, at.fp)) return true;
-  Path path;
-  if (!ccf::detail::find_cuckoo_path(table, addressing, at.primary, at.alternate, path)) {
-    return false;
-  }
-  ccf::detail::move_along(table, path, at.fp);
-  return true;
-}
 
 bool one_line(std::uint64_t a, std::uint64_t b) {
   const std::uint64_t first = std::min(a, b) * Table::kBucketBytes;
@@ -120,7 +108,7 @@ void run(unsigned log2_items, double share, unsigned repeat, std::uint64_t probe
   Table table(buckets);
   const LineLocalAddressing addressing(buckets, share);
   std::uint64_t items = 0;
-  while (insert(table, addressing, items + 1)) ++items;
+  while (bench::insert_along_path(table, addressing, items + 1)) ++items;
 
   std::vector<std::uint64_t> present(probes), absent(probes), random_buckets(2 * probes);
   std::uint64_t one_line_pairs = 0;

@@ -25,6 +25,7 @@
 #include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/packed_table.hpp"
+#include "path_insert.hpp"
 
 namespace {
 
@@ -32,20 +33,6 @@ constexpr unsigned kFpBits = 12;
 constexpr unsigned kSlots = 4;
 using Table = ccf::PackedTable<kFpBits, kSlots>;
 using Addressing = ccf::detail::Addressing<kFpBits>;
-using Path = ccf::detail::CuckooPath<kSlots, ccf::detail::kConcurrentPathDepth<kSlots>>;
-
-// Insertion as the concurrent filters do it: a free slot in either bucket, else the shortest
-// path within kConcurrentPathDepth displacements, else refused.
-bool insert(Table& table, const Addressing& addressing, std::uint64_t key) {
-  const ccf::detail::Location at = ccf::detail::locate(addressing, ccf::hash_key(key));
-  if (table.try_insert(at.primary, at.fp) || table.try_insert(at.alternate, at.fp)) return true;
-  Path path;
-  if (!ccf::detail::find_cuckoo_path(table, addressing, at.primary, at.alternate, path)) {
-    return false;
-  }
-  ccf::detail::move_along(table, path, at.fp);
-  return true;
-}
 
 // The cuckoo graph's components (vertex = bucket, edge = stored fingerprint, joining its bucket
 // and its alternate), and which of them are full (edges = kSlots x vertices).
@@ -100,7 +87,7 @@ void run(std::uint64_t buckets, std::uint64_t refusals_wanted, std::uint64_t see
   const Addressing addressing(buckets);
   std::uint64_t key = seed << 40;
   std::uint64_t items = 0;
-  while (insert(table, addressing, ++key)) ++items;
+  while (bench::insert_along_path(table, addressing, ++key)) ++items;
   const double first_refusal_load =
       static_cast<double>(items) / static_cast<double>(buckets * kSlots);
 
@@ -115,7 +102,7 @@ void run(std::uint64_t buckets, std::uint64_t refusals_wanted, std::uint64_t see
   while (refused < refusals_wanted) {
     ++key;
     const auto start = Clock::now();
-    const bool ok = insert(table, addressing, key);
+    const bool ok = bench::insert_along_path(table, addressing, key);
     const double ns = std::chrono::duration<double, std::nano>(Clock::now() - start).count();
     if (ok) {
       ++accepted;
