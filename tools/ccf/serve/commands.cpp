@@ -549,6 +549,7 @@ void Pipeline::run(ServerState& server, ClientState& client, std::vector<std::st
 void Pipeline::flush(ServerState& server, ClientState& client, std::string& out) {
   if (held_ == 0) return;
   const std::size_t count = std::exchange(held_, 0);
+  const std::size_t reply_start = out.size();
   ReplyWriter reply(out, client.proto);
   try {
     std::array<std::string_view, kMaxRun> items;
@@ -560,6 +561,7 @@ void Pipeline::flush(ServerState& server, ClientState& client, std::string& out)
     }
     for (std::size_t i = 0; i < count; ++i) reply.boolean(found[i]);
   } catch (const std::exception& error) {  // as execute(): each command of the run fails
+    out.resize(reply_start);
     for (std::size_t i = 0; i < count; ++i) reply.error(std::string("ERR ") + error.what());
   }
 }
