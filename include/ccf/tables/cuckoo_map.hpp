@@ -6,40 +6,65 @@
 //
 // Layout: m buckets (any m), each
 //
-//   | tags (u64: four 16-bit lanes) | key0 .. key3 | value0 .. value3 |
+//   | header (u64) | key0 .. key3 | value0 .. value3 |
+//
+//   header = | overflow (16 bits) | displaced (4 bits, one per slot) | tags (four 11-bit lanes) |
 //
 // stored as 64-bit atomic words (a key or value of s bytes takes ceil(s / 8) words): 72 bytes
-// for 8-byte keys and values, so a table at load 0.9 spends 20 bytes per item. A tag is 16 bits
+// for 8-byte keys and values, so a table at load 0.9 spends 20 bytes per item. A tag is 11 bits
 // of the key's hash, 0 for an empty slot. Addressing is the filters' partial-key rule
 // (detail/addressing.hpp): from h = mix64(Hash(key)), bucket i1 = reduce_range(h, m), tag = the
-// low 16 bits of h (0 -> 1), i2 = alternate(i1, tag) -- an involution computable from a bucket
+// low 11 bits of h (0 -> 1), i2 = alternate(i1, tag) -- an involution computable from a bucket
 // and a tag alone, so paths are searched on tags without touching or hashing keys.
+//
+// Primary first, and lookups that read one bucket. Like Horton tables (Breslow, Lee, Hauck,
+// Kaminsky and Rottenberg, USENIX ATC 2016) and Cuckoo++ (Le Scouarnec, ANCS 2018), a bucket
+// keeps a summary of what left it; here an exact count. i1 is the key's primary bucket, i2 its
+// alternate.
+// An item goes to its primary when that has room; a slot's displaced bit says that its item
+// sits in its alternate, and a bucket's overflow field counts the items whose primary it is
+// that sit in their alternates. Invariant, whenever no writer holds the bucket's stripe:
+//
+//   overflow(p) = #{ items with primary p stored in alternate(p, tag) != p }
+//
+// so a lookup of a key that is not in its primary bucket reads the alternate only when the
+// primary's overflow is not zero. At load 0.45 (half the sizing load) 3% of the items sit in
+// their alternates, at 0.9 23%; a lookup that needs only its primary reads one bucket (two lines,
+// not four) and validates one stripe (docs/benchmarks.md has what that bought). The field cannot
+// overflow: the items counted for p sit in at most 2^11 - 1 buckets (one per tag), at most 4 each.
+// Every write that changes where an item is holds the stripes of both of its buckets, so the
+// count and the displaced bits change under the same locks as the items they describe.
 //
 // Synchronization: sync::SeqStripes (sync/seq_stripes.hpp): bucket i belongs to stripe
 // i mod S (S fixed at construction, 64 to 4096).
-//   find      optimistic: SeqStripes::read over the stripes of i1 and i2 -- read the tags,
-//             compare the keys whose tags match, copy the value, validate. Stores nothing.
+//   find      optimistic: SeqStripes::read over i1's stripe -- read i1's header, compare the
+//             keys whose tags match, copy the value, validate. Absent there and i1's overflow
+//             not zero: the same over i1 and i2, validated on both stripes. Stores nothing.
 //   insert    a key that find sees present is refused (kExists) without a lock: a failed update
 //             writes nothing (ASCY 3). Otherwise lock the stripes of i1, i2; refuse if the key
 //             is present now (kExists); else store in
-//             a free slot (value and key first, then the tag). Both full: release the locks,
+//             a free slot, i1's first (value and key first, then the tag; in i2 the item is
+//             displaced and i1's overflow counts it). Both full: release the locks,
 //             search a path breadth-first on the tags (detail/cuckoo_path.hpp, no locks), and
 //             execute it back to front, one step per lock section on the step's two buckets'
 //             stripes, re-validating each step (the source slot still has the tag the search
 //             saw, so the same alternate; the target still has room). The last step, out of i1
 //             or i2, locks the stripes of i1, i2 and its target together, checks again that the
-//             key is absent, and stores the new item in the slot it vacates. A step that fails
-//             validation restarts the insert; moves already made kept every item.
+//             key is absent, and stores the new item in the slot it vacates. A move flips the
+//             item's displaced bit and counts it in, or out of, its primary's overflow. A step
+//             that fails validation restarts the insert; moves already made kept every item.
 //   erase     a key that find sees absent is kNotFound without a lock; else lock the stripes
-//             of i1, i2; clear the key's tag.
+//             of i1, i2; clear the key's tag (and, if it was displaced, count it out of i1).
 //   resize    when no path exists and the table is at least half full: lock every stripe,
 //             rehash into a table twice as large, publish it, unlock. Below half full a missing
 //             path means more than 8 keys share one bucket pair and tag -- a degenerate hash --
 //             and the insert returns kFull instead of doubling the table without end.
 //
-// Why a find never misses a present key, nor returns a torn value: a key's slot only changes
-// (stored, moved between its two buckets, cleared, its value assigned) under the locks of both
-// its buckets' stripes, which a find validates; a find that overlaps such a change retries. A
+// Why a find never misses a present key, nor returns a torn value: a key's slot, and the
+// overflow count of its primary, only change (stored, moved between its two buckets, cleared,
+// its value assigned) under the locks of both its buckets' stripes, which a find validates; a
+// find that overlaps such a change retries. A validated find that skipped i2 saw, at one
+// moment, the key absent from i1 and no item of i1 displaced: by the invariant it was not in i2. A
 // find that loaded the table just before a resize published a larger one reads the old table,
 // which no longer changes after the publication: its answer is the map's state at that moment,
 // inside the find's run (old tables are kept until the map is destroyed, so it is readable).
@@ -111,14 +136,16 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   CuckooMap& operator=(const CuckooMap&) = delete;
 
   std::optional<Value> find(const Key& key) const {
-    return read(hash(key),
-                [&](const Table& table, const detail::Location& at) -> std::optional<Value> {
-                  if (const auto slot = table.find(at, key, equal_)) return table.value(*slot);
+    return read(key, hash(key),
+                [](const Table& table, const std::optional<Slot>& slot) -> std::optional<Value> {
+                  if (slot) return table.value(*slot);
                   return std::nullopt;
                 });
   }
-  // contains, insert and insert_or_assign: detail::MapApi over find and put; kFull only for a
-  // degenerate hash (more than 8 keys with one 64-bit hash; nothing changed).
+  // find without copying the value.
+  bool contains(const Key& key) const { return present(key, hash(key)); }
+  // insert and insert_or_assign: detail::MapApi over put; kFull only for a degenerate hash (more
+  // than 8 keys with one 64-bit hash; nothing changed).
 
   // kOk, or kNotFound.
   Status erase(const Key& key) {
@@ -129,7 +156,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     return locked(h, [&](Table& table, const detail::Location& at) {
       const auto slot = table.find(at, key, equal_);
       if (!slot) return Status::kNotFound;
-      table.clear(*slot);
+      table.erase(*slot, at);
       stripes_.add_items(at.primary, -1);
       return Status::kOk;
     });
@@ -146,6 +173,14 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     while (bucket_count() < buckets) grow(tables_.current(), buckets);
   }
   std::size_t stripe_count() const noexcept { return stripes_.count(); }
+  // Items stored in their alternate bucket: the sum of the primaries' overflow counts. A lookup
+  // whose primary counts none reads one bucket. Exact when no update is in flight; O(buckets).
+  std::size_t displaced() const noexcept {
+    const Table& table = *tables_.current();
+    std::size_t total = 0;
+    for (std::uint64_t b = 0; b < table.buckets; ++b) total += Table::overflow(table.header(b));
+    return total;
+  }
   // Resizes done so far, and the time they took in all (the cost the benchmarks report).
   std::uint64_t resizes() const noexcept { return tables_.resizes(); }
   std::uint64_t resize_nanoseconds() const noexcept { return tables_.resize_nanoseconds(); }
@@ -157,8 +192,15 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
 
  private:
   friend class detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, Key, Value>;
-  using Tags = detail::BitLanes<16, kSlots>;
-  using Addressing = detail::Addressing<16>;
+  static constexpr unsigned kTagBits = 11;
+  using Tags = detail::BitLanes<kTagBits, kSlots>;
+  using Addressing = detail::Addressing<kTagBits>;
+  // The header's fields above the tags (see the layout at the top).
+  static constexpr unsigned kDisplacedShift = kTagBits * kSlots;
+  static constexpr unsigned kOverflowShift = kDisplacedShift + kSlots;
+  static_assert(kOverflowShift + 16 == 64, "the overflow count has the header's top 16 bits");
+  static_assert(kSlots * ((1u << kTagBits) - 1) < (1u << 16),
+                "the overflow count must hold every item that can be counted");
   using Word = std::atomic<std::uint64_t>;
   static constexpr unsigned kPathDepth = detail::kConcurrentPathDepth<kSlots>;
   using Path = detail::CuckooPath<kSlots, kPathDepth>;
@@ -185,7 +227,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   using ValueWords = Words<Value>;
 
   struct Bucket {
-    Word tags{0};
+    Word header{0};
     Word keys[kSlots * KeyWords::kCount]{};
     Word values[kSlots * ValueWords::kCount]{};
   };
@@ -213,8 +255,14 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     detail::Location locate(std::uint64_t h) const noexcept {
       return detail::locate(addressing, h);
     }
-    std::uint64_t tags(std::uint64_t b) const noexcept {
-      return bucket[b].tags.load(std::memory_order_acquire);
+    std::uint64_t header(std::uint64_t b) const noexcept {
+      return bucket[b].header.load(std::memory_order_acquire);
+    }
+    static std::uint32_t overflow(std::uint64_t header) noexcept {
+      return static_cast<std::uint32_t>(header >> kOverflowShift);
+    }
+    static bool displaced(std::uint64_t header, unsigned lane) noexcept {
+      return (header >> (kDisplacedShift + lane) & 1) != 0;
     }
     Key key(const Slot& s) const noexcept {
       return KeyWords::load(&bucket[s.bucket].keys[s.lane * KeyWords::kCount]);
@@ -223,61 +271,74 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
       return ValueWords::load(&bucket[s.bucket].values[s.lane * ValueWords::kCount]);
     }
 
-    // The slot of i1 or i2 holding `key`. Both tag words are loaded before either is tested, so
-    // that the two buckets' misses overlap. Tags are compared exactly: lanes_equal may flag a
-    // lane above a match, and an empty slot keeps its old key.
+    // The slot of i1 -- or, when i1's overflow is not zero, of i2 -- holding `key`. Tags are
+    // compared exactly: lanes_equal may flag a lane above a match, and an empty slot keeps its
+    // old key.
     std::optional<Slot> find(const detail::Location& at, const Key& key,
                              const KeyEqual& equal) const {
-      const std::array<std::uint64_t, 2> tag_words{tags(at.primary), tags(at.alternate)};
-      for (unsigned i = 0; i < 2; ++i) {
-        const std::uint64_t b = i == 0 ? at.primary : at.alternate;
-        for (std::uint64_t match = Tags::lanes_equal(tag_words[i], at.fp); match != 0;
-             match &= match - 1) {
-          const Slot slot{b, Tags::first_flagged_lane(match)};
-          if (Tags::get(tag_words[i], slot.lane) == at.fp && equal(key, this->key(slot))) {
-            return slot;
-          }
-        }
+      const std::uint64_t primary = header(at.primary);
+      if (const auto slot = find_in(at.primary, primary, at.fp, key, equal)) return slot;
+      if (overflow(primary) == 0) return std::nullopt;
+      return find_in(at.alternate, header(at.alternate), at.fp, key, equal);
+    }
+    // The slot of bucket b (whose header is `header`) holding `key`.
+    std::optional<Slot> find_in(std::uint64_t b, std::uint64_t header, std::uint32_t tag,
+                                const Key& key, const KeyEqual& equal) const {
+      for (std::uint64_t match = Tags::lanes_equal(header, tag); match != 0; match &= match - 1) {
+        const Slot slot{b, Tags::first_flagged_lane(match)};
+        if (Tags::get(header, slot.lane) == tag && equal(key, this->key(slot))) return slot;
       }
       return std::nullopt;
     }
     std::optional<Slot> free_slot(std::uint64_t b) const noexcept {
-      const std::uint64_t empty = Tags::zero_lanes(tags(b));
+      const std::uint64_t empty = Tags::zero_lanes(header(b));
       if (empty == 0) return std::nullopt;
       return Slot{b, Tags::first_flagged_lane(empty)};
     }
+    // A free slot for the item located at `at`: in its primary bucket if that has one.
+    std::optional<Slot> free_slot(const detail::Location& at) const noexcept {
+      if (const auto slot = free_slot(at.primary)) return slot;
+      return free_slot(at.alternate);
+    }
 
-    // Writes (under the slot's stripes, or into a table nobody else sees): key and value
-    // before the tag that makes them visible.
-    void store(const Slot& s, std::uint32_t tag, const Key& k, const Value& v) noexcept {
-      KeyWords::store(&bucket[s.bucket].keys[s.lane * KeyWords::kCount], k);
-      assign(s, v);
-      set_tag(s, tag);
+    // Writes, under the stripes of the item's two buckets (or into a table nobody else sees).
+    // The item located at `at` into the free slot `s` of one of its buckets: key and value
+    // before the header that makes them visible; in its alternate, the item is displaced and
+    // counted in its primary's overflow.
+    void store(const Slot& s, const detail::Location& at, const Key& k, const Value& v) noexcept {
+      const bool in_alternate = s.bucket != at.primary;
+      fill(s, at.fp, in_alternate, k, v);
+      if (in_alternate) add_overflow(at.primary, +1);
+    }
+    // Clears slot `s`, which holds the item located at `at`.
+    void erase(const Slot& s, const detail::Location& at) noexcept {
+      clear(s);
+      if (s.bucket != at.primary) add_overflow(at.primary, -1);
     }
     void assign(const Slot& s, const Value& v) noexcept {
       ValueWords::store(&bucket[s.bucket].values[s.lane * ValueWords::kCount], v);
     }
-    void clear(const Slot& s) noexcept { set_tag(s, 0); }
-    void set_tag(const Slot& s, std::uint32_t tag) noexcept {
-      Word& word = bucket[s.bucket].tags;
-      word.store(Tags::set(word.load(std::memory_order_relaxed), s.lane, tag),
-                 std::memory_order_release);
-    }
 
-    // Moves the item in `from` to a free slot of `to` (its alternate). False, changing nothing,
-    // if `from` no longer holds tag `tag` or `to` has no room.
+    // Moves the item in `from` to a free slot of `to`, its other bucket, flipping its displaced
+    // bit: out of its primary, it is counted in that primary's overflow; back into its primary
+    // (`to`), it is counted out. False, changing nothing, if `from` no longer holds tag `tag` or
+    // `to` has no room.
     bool move(const Slot& from, std::uint32_t tag, std::uint64_t to) noexcept {
+      assert(from.bucket != to);  // the path search never moves an item within its bucket
       const auto target = free_slot(to);
-      if (!target || Tags::get(tags(from.bucket), from.lane) != tag) return false;
-      store(*target, tag, key(from), value(from));
+      const std::uint64_t source = header(from.bucket);
+      if (!target || Tags::get(source, from.lane) != tag) return false;
+      const bool was_displaced = displaced(source, from.lane);
+      fill(*target, tag, !was_displaced, key(from), value(from));
       clear(from);
+      add_overflow(was_displaced ? to : from.bucket, was_displaced ? -1 : +1);
       return true;
     }
 
     // What the path search reads (detail/cuckoo_path.hpp): tags only.
     static constexpr unsigned kSlots = CuckooMap::kSlots;
     std::uint32_t read(std::uint64_t b, unsigned lane) const noexcept {
-      return Tags::get(bucket[b].tags.load(std::memory_order_relaxed), lane);
+      return Tags::get(bucket[b].header.load(std::memory_order_relaxed), lane);
     }
     bool has_empty(std::uint64_t b) const noexcept { return free_slot(b).has_value(); }
     // Both lines a bucket may straddle.
@@ -289,6 +350,34 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
 
     std::size_t memory_bytes() const noexcept { return storage.reserved_bytes(); }
 
+   private:
+    void fill(const Slot& s, std::uint32_t tag, bool in_alternate, const Key& k,
+              const Value& v) noexcept {
+      KeyWords::store(&bucket[s.bucket].keys[s.lane * KeyWords::kCount], k);
+      assign(s, v);
+      const std::uint64_t bit = std::uint64_t{1} << (kDisplacedShift + s.lane);
+      update_header(s.bucket, [&](std::uint64_t h) {
+        return (Tags::set(h, s.lane, tag) & ~bit) | (in_alternate ? bit : 0);
+      });
+    }
+    void clear(const Slot& s) noexcept {
+      const std::uint64_t bit = std::uint64_t{1} << (kDisplacedShift + s.lane);
+      update_header(s.bucket, [&](std::uint64_t h) { return Tags::set(h, s.lane, 0) & ~bit; });
+    }
+    void add_overflow(std::uint64_t b, int delta) noexcept {
+      update_header(b, [&](std::uint64_t h) {
+        assert(delta > 0 ? overflow(h) < 0xffff : overflow(h) > 0);
+        return h + (static_cast<std::uint64_t>(static_cast<std::int64_t>(delta)) << kOverflowShift);
+      });
+    }
+    // Under the bucket's stripe, whose holder is its only writer: load, change, release (2).
+    template <class Change>
+    void update_header(std::uint64_t b, Change&& change) noexcept {
+      Word& word = bucket[b].header;
+      word.store(change(word.load(std::memory_order_relaxed)), std::memory_order_release);
+    }
+
+   public:
     std::uint64_t buckets;
     Addressing addressing;
     detail::PageBuffer storage;
@@ -323,20 +412,41 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     }
   }
 
-  // probe(table, at) for the key with hash h, optimistic (SeqStripes::read): stores nothing.
-  template <class Probe>
-  auto read(std::uint64_t h, Probe&& probe) const {
+  // f(table, the slot holding `key` or nullopt), optimistic (SeqStripes::read): stores nothing.
+  // First the primary bucket alone, validated on its stripe only: that answers unless the key
+  // is absent there and the primary counts displaced items (the invariant at the top: then the
+  // key is in neither bucket). Otherwise both buckets, validated on both stripes.
+  template <class F>
+  [[gnu::always_inline]] auto read(const Key& key, std::uint64_t h, F&& f) const {
     const Table& table = *tables_.current();
-    const detail::Location at = table.locate(h);
-    table.prefetch(at.primary);  // the buckets' misses start before the stripes are read
+    const std::uint64_t primary = table.addressing.index(h);
+    const std::uint32_t tag = Addressing::fingerprint(h);
+    table.prefetch(primary);  // its miss starts before the stripe is read
+    using Result = decltype(f(table, std::optional<Slot>{}));
+    struct Answer {
+      Result result;
+      bool final;  // else the key may sit in its alternate
+    };
+    const Answer answer = stripes_.read(primary, [&] {
+      const std::uint64_t header = table.header(primary);
+      const auto slot = table.find_in(primary, header, tag, key, equal_);
+      return Answer{f(table, slot), slot.has_value() || Table::overflow(header) == 0};
+    });
+    if (answer.final) return answer.result;
+    return read_both(table, {primary, table.addressing.alternate(primary, tag), tag}, key, f);
+  }
+  // The rest of read(): both buckets (out of line, as few lookups need it).
+  template <class F>
+  [[gnu::noinline]] auto read_both(const Table& table, const detail::Location& at, const Key& key,
+                                   F& f) const {
     table.prefetch(at.alternate);
-    return stripes_.read(at.primary, at.alternate, [&] { return probe(table, at); });
+    return stripes_.read(at.primary, at.alternate,
+                         [&] { return f(table, table.find(at, key, equal_)); });
   }
   // Whether the key (with hash h) is present, as find sees it.
   bool present(const Key& key, std::uint64_t h) const {
-    return read(h, [&](const Table& table, const detail::Location& at) {
-      return table.find(at, key, equal_).has_value();
-    });
+    return read(key, h,
+                [](const Table&, const std::optional<Slot>& slot) { return slot.has_value(); });
   }
 
   Status put(const Key& key, const Value& value, bool assign) {
@@ -373,10 +483,9 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
       if (assign) table.assign(*slot, value);
       return Status::kExists;
     }
-    auto slot = table.free_slot(at.primary);
-    if (!slot) slot = table.free_slot(at.alternate);
+    const auto slot = table.free_slot(at);
     if (!slot) return std::nullopt;
-    table.store(*slot, at.fp, key, value);
+    table.store(*slot, at, key, value);
     stripes_.add_items(at.primary, +1);
     return Status::kOk;
   }
@@ -401,7 +510,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
       return Status::kExists;
     }
     if (!table.move({root.bucket, root.slot}, root.fp, path.steps[1].bucket)) return std::nullopt;
-    table.store({root.bucket, root.slot}, at.fp, key, value);
+    table.store({root.bucket, root.slot}, at, key, value);
     stripes_.add_items(at.primary, +1);
     return Status::kOk;
   }
@@ -425,9 +534,9 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   }
   bool copy_all(const Table& from, Table& to) const {
     for (std::uint64_t b = 0; b < from.buckets; ++b) {
-      const std::uint64_t tag_word = from.tags(b);
+      const std::uint64_t header = from.header(b);
       for (unsigned lane = 0; lane < kSlots; ++lane) {
-        if (Tags::get(tag_word, lane) == 0) continue;
+        if (Tags::get(header, lane) == 0) continue;
         const Key key = from.key({b, lane});
         if (!place(to, key, from.value({b, lane}))) return false;
       }
@@ -437,8 +546,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   // Into a table no other thread sees yet.
   bool place(Table& table, const Key& key, const Value& value) const {
     const detail::Location at = table.locate(hash(key));
-    auto slot = table.free_slot(at.primary);
-    if (!slot) slot = table.free_slot(at.alternate);
+    auto slot = table.free_slot(at);
     if (!slot) {
       Path path;
       if (!detail::find_cuckoo_path(table, table.addressing, at.primary, at.alternate, path)) {
@@ -452,7 +560,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
       }
       slot = Slot{path.steps[0].bucket, path.steps[0].slot};
     }
-    table.store(*slot, at.fp, key, value);
+    table.store(*slot, at, key, value);
     return true;
   }
 
