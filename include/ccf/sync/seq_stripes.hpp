@@ -13,9 +13,8 @@
 //   read(a, b, probe)   optimistic: read both stripes' seq (even), run probe, re-read both seq;
 //                       unchanged => probe saw one consistent moment of every bucket of those
 //                       stripes. Stores nothing, so read-only work scales with cores. Retries
-//                       while a writer is inside one of its stripes. read(a, probe): the same
-//                       over one stripe.
-//   Guard(a, b[, c])    locks the stripes of up to three buckets, in address order (no deadlock
+//                       while a writer is inside one of its stripes.
+//   Guard(a[, b[, c]])  locks the stripes of up to three buckets, in address order (no deadlock
 //                       between guards), each once.
 //   AllGuard            every stripe, in order (a resize).
 //   waiting             a writer waits for a stripe, and a reader for a writer to leave one,
@@ -63,21 +62,6 @@ class SeqStripes {
   std::size_t count() const noexcept { return count_; }
   std::size_t memory_bytes() const noexcept { return count_ * sizeof(Stripe); }
 
-  // probe() as of one moment at which no writer was inside the stripe of bucket a.
-  template <class Probe>
-  auto read(std::uint64_t a, Probe&& probe) const {
-    const Stripe& stripe = stripe_of(a);
-    SpinWait wait;
-    for (;;) {
-      // (5) acquire: pairs with the release (3) of the stripe's last writer.
-      const std::uint64_t seq = stripe.seq.load(std::memory_order_acquire);
-      if ((seq & 1) == 0) {
-        auto result = probe();                                                 // (4)
-        if (stripe.seq.load(std::memory_order_relaxed) == seq) return result;  // (6)
-      }
-      wait.wait();
-    }
-  }
   // probe() as of one moment at which no writer was inside the stripes of buckets a and b.
   template <class Probe>
   auto read(std::uint64_t a, std::uint64_t b, Probe&& probe) const {
@@ -101,9 +85,13 @@ class SeqStripes {
     }
   }
 
-  // Holds the stripes of two or three buckets for its lifetime.
+  // Holds the stripes of one, two or three buckets for its lifetime.
   class Guard {
    public:
+    Guard(const SeqStripes& stripes, std::uint64_t a) noexcept
+        : held_{&stripes.stripe_of(a)}, count_(1) {
+      lock_held();
+    }
     Guard(const SeqStripes& stripes, std::uint64_t a, std::uint64_t b) noexcept
         : held_{&stripes.stripe_of(a), &stripes.stripe_of(b)} {
       if (held_[0] > held_[1]) std::swap(held_[0], held_[1]);

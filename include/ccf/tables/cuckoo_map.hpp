@@ -20,31 +20,34 @@
 // Primary first, and lookups that read one bucket. Like Horton tables (Breslow, Lee, Hauck,
 // Kaminsky and Rottenberg, USENIX ATC 2016) and Cuckoo++ (Le Scouarnec, ANCS 2018), a bucket
 // keeps a summary of what left it; here an exact count. i1 is the key's primary bucket, i2 its
-// alternate.
-// An item goes to its primary when that has room; a slot's displaced bit says that its item
-// sits in its alternate, and a bucket's overflow field counts the items whose primary it is
-// that sit in their alternates. Invariant, whenever no writer holds the bucket's stripe:
+// alternate. An item goes to its primary when that has room; a slot's displaced bit says that
+// its item sits in its alternate, and a bucket's overflow field counts the items whose primary
+// it is that sit in their alternates. Invariant, whenever no writer holds the bucket's stripe:
 //
 //   overflow(p) = #{ items with primary p stored in alternate(p, tag) != p }
 //
 // so a lookup of a key that is not in its primary bucket reads the alternate only when the
 // primary's overflow is not zero. At load 0.45 (half the sizing load) 3% of the items sit in
-// their alternates, at 0.9 23%; a lookup that needs only its primary reads one bucket (two lines,
-// not four) and validates one stripe (docs/benchmarks.md has what that bought). The field cannot
+// their alternates, at 0.9 23%; a lookup that needs only its primary reads one bucket's header
+// and keys, and an update that needs only its primary locks one stripe (docs/benchmarks.md has
+// what that bought). The field cannot
 // overflow: the items counted for p sit in at most 2^11 - 1 buckets (one per tag), at most 4 each.
-// Every write that changes where an item is holds the stripes of both of its buckets, so the
-// count and the displaced bits change under the same locks as the items they describe.
+// The locking rule that keeps it, and that lookups rely on: a write to a bucket holds that
+// bucket's stripe, and a write that changes whether or where an item with primary p is, or p's
+// overflow, holds p's stripe (and the other bucket's, if it writes there).
 //
 // Synchronization: sync::SeqStripes (sync/seq_stripes.hpp): bucket i belongs to stripe
 // i mod S (S fixed at construction, 64 to 4096).
-//   find      optimistic: SeqStripes::read over i1's stripe -- read i1's header, compare the
-//             keys whose tags match, copy the value, validate. Absent there and i1's overflow
-//             not zero: the same over i1 and i2, validated on both stripes. Stores nothing.
+//   find      optimistic: SeqStripes::read over the stripes of i1 and i2 (both buckets
+//             prefetched) -- read i1's header, compare the keys whose tags match; absent there
+//             and i1's overflow not zero, the same in i2; copy the value, validate. Stores
+//             nothing.
 //   insert    a key that find sees present is refused (kExists) without a lock: a failed update
-//             writes nothing (ASCY 3). Otherwise lock the stripes of i1, i2; refuse if the key
-//             is present now (kExists); else store in
-//             a free slot, i1's first (value and key first, then the tag; in i2 the item is
-//             displaced and i1's overflow counts it). Both full: release the locks,
+//             writes nothing (ASCY 3). Otherwise lock i1's stripe alone; the key in i1: kExists;
+//             not there, i1's overflow zero and a slot free: store it there (value and key
+//             first, then the tag). Else release it and lock the stripes of i1, i2; refuse if the
+//             key is present now (kExists); else store in a free slot, i1's first (in i2 the
+//             item is displaced and i1's overflow counts it). Both full: release the locks,
 //             search a path breadth-first on the tags (detail/cuckoo_path.hpp, no locks), and
 //             execute it back to front, one step per lock section on the step's two buckets'
 //             stripes, re-validating each step (the source slot still has the tag the search
@@ -53,18 +56,20 @@
 //             key is absent, and stores the new item in the slot it vacates. A move flips the
 //             item's displaced bit and counts it in, or out of, its primary's overflow. A step
 //             that fails validation restarts the insert; moves already made kept every item.
-//   erase     a key that find sees absent is kNotFound without a lock; else lock the stripes
-//             of i1, i2; clear the key's tag (and, if it was displaced, count it out of i1).
+//   erase     a key that find sees absent is kNotFound without a lock; else lock i1's stripe
+//             and clear the key's tag there -- or, absent from i1 and its overflow zero,
+//             kNotFound. Else lock the stripes of i1, i2; clear the key's tag (and, if it was
+//             displaced, count it out of i1).
 //   resize    when no path exists and the table is at least half full: lock every stripe,
 //             rehash into a table twice as large, publish it, unlock. Below half full a missing
 //             path means more than 8 keys share one bucket pair and tag -- a degenerate hash --
 //             and the insert returns kFull instead of doubling the table without end.
 //
-// Why a find never misses a present key, nor returns a torn value: a key's slot, and the
-// overflow count of its primary, only change (stored, moved between its two buckets, cleared,
-// its value assigned) under the locks of both its buckets' stripes, which a find validates; a
-// find that overlaps such a change retries. A validated find that skipped i2 saw, at one
-// moment, the key absent from i1 and no item of i1 displaced: by the invariant it was not in i2. A
+// Why a find never misses a present key, nor returns a torn value: by the locking rule, a key's
+// slot (stored, moved between its two buckets, cleared, its value assigned) and its primary's
+// overflow only change under the stripes of the buckets a find reads and validates; a find that
+// overlaps such a change retries. A validated find that skipped i2 saw, at one moment, the key
+// in i1, or absent from i1 and no item of i1 displaced: by the invariant, not in i2. A
 // find that loaded the table just before a resize published a larger one reads the old table,
 // which no longer changes after the publication: its answer is the map's state at that moment,
 // inside the find's run (old tables are kept until the map is destroyed, so it is readable).
@@ -153,10 +158,27 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     // A failed update writes nothing (ASCY 3, as in tables/basic_clht.hpp): an absent key is
     // reported from an optimistic lookup, at the moment it validated.
     if (!present(key, h)) return Status::kNotFound;
+    const std::uint32_t tag = Addressing::fingerprint(h);
+    // Its tag not in the primary: present (as it just was), it sits in its alternate.
+    const auto in_primary = [&](std::uint64_t header) {
+      return Tags::lanes_equal(header, tag) != 0;
+    };
+    const std::optional<Status> erased = with_primary(
+        h, in_primary, [&](Table& table, std::uint64_t primary) -> std::optional<Status> {
+          const std::uint64_t header = table.header(primary);
+          if (const auto slot = table.find_in(primary, header, tag, key, equal_)) {
+            table.erase(*slot, primary);
+            stripes_.add_items(primary, -1);
+            return Status::kOk;
+          }
+          if (Table::overflow(header) == 0) return Status::kNotFound;
+          return std::nullopt;  // it may sit in its alternate
+        });
+    if (erased) return *erased;
     return locked(h, [&](Table& table, const detail::Location& at) {
       const auto slot = table.find(at, key, equal_);
       if (!slot) return Status::kNotFound;
-      table.erase(*slot, at);
+      table.erase(*slot, at.primary);
       stripes_.add_items(at.primary, -1);
       return Status::kOk;
     });
@@ -302,18 +324,19 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     }
 
     // Writes, under the stripes of the item's two buckets (or into a table nobody else sees).
-    // The item located at `at` into the free slot `s` of one of its buckets: key and value
-    // before the header that makes them visible; in its alternate, the item is displaced and
+    // The item with primary bucket `primary` into the free slot `s` of one of its buckets: key and
+    // value before the header that makes them visible; in its alternate, the item is displaced and
     // counted in its primary's overflow.
-    void store(const Slot& s, const detail::Location& at, const Key& k, const Value& v) noexcept {
-      const bool in_alternate = s.bucket != at.primary;
-      fill(s, at.fp, in_alternate, k, v);
-      if (in_alternate) add_overflow(at.primary, +1);
+    void store(const Slot& s, std::uint64_t primary, std::uint32_t tag, const Key& k,
+               const Value& v) noexcept {
+      const bool in_alternate = s.bucket != primary;
+      fill(s, tag, in_alternate, k, v);
+      if (in_alternate) add_overflow(primary, +1);
     }
-    // Clears slot `s`, which holds the item located at `at`.
-    void erase(const Slot& s, const detail::Location& at) noexcept {
+    // Clears slot `s`, which holds an item with primary bucket `primary`.
+    void erase(const Slot& s, std::uint64_t primary) noexcept {
       clear(s);
-      if (s.bucket != at.primary) add_overflow(at.primary, -1);
+      if (s.bucket != primary) add_overflow(primary, -1);
     }
     void assign(const Slot& s, const Value& v) noexcept {
       ValueWords::store(&bucket[s.bucket].values[s.lane * ValueWords::kCount], v);
@@ -398,6 +421,23 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
 
   std::uint64_t hash(const Key& key) const { return mix64(static_cast<std::uint64_t>(hash_(key))); }
 
+  // Runs f(table, primary) -> std::optional<Status> under the stripe of the key's primary bucket
+  // alone, in the current table. Enough for an update that needs only that bucket: every write
+  // that changes whether or where an item with primary p is holds p's stripe, so while f holds
+  // it the key is in p, or displaced and counted in p's overflow, or absent -- and stays so.
+  // nullopt without locking when worth(header), an unlocked look at the primary's header, says
+  // that f would need both buckets: near the sizing load many updates do.
+  template <class Worth, class F>
+  std::optional<Status> with_primary(std::uint64_t h, Worth&& worth, F&& f) {
+    for (;;) {
+      Table& table = *tables_.current();
+      const std::uint64_t primary = table.addressing.index(h);
+      if (!worth(table.header(primary))) return std::nullopt;
+      const sync::SeqStripes::Guard guard(stripes_, primary);
+      // A resize holds every stripe while it swaps tables: under ours, the current table stays.
+      if (tables_.is_current(&table)) return f(table, primary);
+    }
+  }
   // Runs f(table, at) under the stripes of the key's two buckets in the current table.
   template <class F>
   auto locked(std::uint64_t h, F&& f) {
@@ -412,33 +452,17 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     }
   }
 
-  // f(table, the slot holding `key` or nullopt), optimistic (SeqStripes::read): stores nothing.
-  // First the primary bucket alone, validated on its stripe only: that answers unless the key
-  // is absent there and the primary counts displaced items (the invariant at the top: then the
-  // key is in neither bucket). Otherwise both buckets, validated on both stripes.
+  // f(table, the slot holding `key` or nullopt), optimistic (SeqStripes::read over both buckets'
+  // stripes): stores nothing. Table::find reads the alternate only when the primary does not
+  // answer. Inlined: a loop of lookups is bound by how many lookups' misses the processor
+  // overlaps, so a call per lookup costs (docs/benchmarks.md).
   template <class F>
   [[gnu::always_inline]] auto read(const Key& key, std::uint64_t h, F&& f) const {
     const Table& table = *tables_.current();
-    const std::uint64_t primary = table.addressing.index(h);
-    const std::uint32_t tag = Addressing::fingerprint(h);
-    table.prefetch(primary);  // its miss starts before the stripe is read
-    using Result = decltype(f(table, std::optional<Slot>{}));
-    struct Answer {
-      Result result;
-      bool final;  // else the key may sit in its alternate
-    };
-    const Answer answer = stripes_.read(primary, [&] {
-      const std::uint64_t header = table.header(primary);
-      const auto slot = table.find_in(primary, header, tag, key, equal_);
-      return Answer{f(table, slot), slot.has_value() || Table::overflow(header) == 0};
-    });
-    if (answer.final) return answer.result;
-    return read_both(table, {primary, table.addressing.alternate(primary, tag), tag}, key, f);
-  }
-  // The rest of read(): both buckets (out of line, as few lookups need it).
-  template <class F>
-  [[gnu::noinline]] auto read_both(const Table& table, const detail::Location& at, const Key& key,
-                                   F& f) const {
+    const detail::Location at = table.locate(h);
+    // Both misses start before the stripes are read. The alternate's costs no wait, and a lookup
+    // that does need it (near the sizing load, many do) does not wait for it after the primary's.
+    table.prefetch(at.primary);
     table.prefetch(at.alternate);
     return stripes_.read(at.primary, at.alternate,
                          [&] { return f(table, table.find(at, key, equal_)); });
@@ -452,6 +476,28 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   Status put(const Key& key, const Value& value, bool assign) {
     const std::uint64_t h = hash(key);
     if (!assign && present(key, h)) return Status::kExists;  // read-only failure, as erase's
+    const std::uint32_t tag = Addressing::fingerprint(h);
+    // The primary has room and no displaced items, or holds the tag (insert_or_assign of a key
+    // there).
+    const auto room = [&](std::uint64_t header) {
+      return (Table::overflow(header) == 0 && Tags::zero_lanes(header) != 0) ||
+             Tags::lanes_equal(header, tag) != 0;
+    };
+    const std::optional<Status> quick =
+        with_primary(h, room, [&](Table& table, std::uint64_t primary) -> std::optional<Status> {
+          const std::uint64_t header = table.header(primary);
+          if (const auto slot = table.find_in(primary, header, tag, key, equal_)) {
+            if (assign) table.assign(*slot, value);
+            return Status::kExists;
+          }
+          // Displaced items (the key's among them?) or no room: both buckets are needed.
+          const auto slot = table.free_slot(primary);
+          if (Table::overflow(header) != 0 || !slot) return std::nullopt;
+          table.store(*slot, primary, tag, key, value);
+          stripes_.add_items(primary, +1);
+          return Status::kOk;
+        });
+    if (quick) return *quick;
     for (;;) {
       Table* full = nullptr;
       detail::Location at{};
@@ -485,7 +531,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     }
     const auto slot = table.free_slot(at);
     if (!slot) return std::nullopt;
-    table.store(*slot, at, key, value);
+    table.store(*slot, at.primary, at.fp, key, value);
     stripes_.add_items(at.primary, +1);
     return Status::kOk;
   }
@@ -510,7 +556,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
       return Status::kExists;
     }
     if (!table.move({root.bucket, root.slot}, root.fp, path.steps[1].bucket)) return std::nullopt;
-    table.store({root.bucket, root.slot}, at, key, value);
+    table.store({root.bucket, root.slot}, at.primary, at.fp, key, value);
     stripes_.add_items(at.primary, +1);
     return Status::kOk;
   }
@@ -560,7 +606,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
       }
       slot = Slot{path.steps[0].bucket, path.steps[0].slot};
     }
-    table.store(*slot, at, key, value);
+    table.store(*slot, at.primary, at.fp, key, value);
     return true;
   }
 
