@@ -56,7 +56,12 @@ expect_exit 3 "imported already" "$ccf" log --log store import binary.bin
 # made again.
 head -c 30000000 /dev/urandom >big.bin
 "$ccf" log --log killed import big.bin --fsync none >/dev/null &
-sleep 0.05
+# Killed once the log has its first bytes (at most 10 s on): a fixed delay killed sanitizer
+# builds, which start slower, before they had created the store.
+for _ in $(seq 200); do
+  [[ -s killed/ccf.log ]] && break
+  sleep 0.05
+done
 kill -9 $! 2>/dev/null || true
 wait $! 2>/dev/null || true
 check "killed store opens" "$ccf" log --log killed stats >/dev/null
