@@ -15,25 +15,55 @@
 #include <stdexcept>
 #include <thread>
 
-// Over-aligned allocations (a bucket is alignas(64)) fail when armed: an allocation failure
-// inside an insert or a resize, without exhausting the heap. aligned_news_allowed: that many more
-// succeed, then every one fails until it is reset to kUnlimited.
+// Allocations fail when armed, without exhausting the heap: over-aligned ones (an overflow
+// bucket from the heap, alignas(64), once the table's pool is used up) and the others (among
+// them a resize's new table). An allowance of n: that many more succeed, then every one fails
+// until it is reset to kUnlimited.
 namespace {
 constexpr long kUnlimited = -1;
 std::atomic<long> aligned_news_allowed{kUnlimited};
+std::atomic<long> plain_news_allowed{kUnlimited};
 
-bool aligned_new_fails() {
-  long allowed = aligned_news_allowed.load();
+bool fails(std::atomic<long>& allowance) {
+  long allowed = allowance.load();
   while (allowed != kUnlimited) {
     if (allowed == 0) return true;
-    if (aligned_news_allowed.compare_exchange_weak(allowed, allowed - 1)) return false;
+    if (allowance.compare_exchange_weak(allowed, allowed - 1)) return false;
   }
   return false;
 }
+
+// Arms both allowances for its lifetime.
+class FailingAllocations {
+ public:
+  FailingAllocations(long plain, long aligned) {
+    plain_news_allowed.store(plain);
+    aligned_news_allowed.store(aligned);
+  }
+  ~FailingAllocations() {
+    plain_news_allowed.store(kUnlimited);
+    aligned_news_allowed.store(kUnlimited);
+  }
+  FailingAllocations(const FailingAllocations&) = delete;
+  FailingAllocations& operator=(const FailingAllocations&) = delete;
+};
 }  // namespace
 
+void* operator new(std::size_t size) {
+  if (fails(plain_news_allowed)) throw std::bad_alloc();
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+// Out of line, so that GCC does not see free() inlined into a delete of new's memory and take
+// it for a mismatched pair (-Wmismatched-new-delete): the pairs here are malloc and free.
+[[gnu::noinline]] void operator delete(void* p) noexcept {
+  std::free(p);
+}
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
 void* operator new(std::size_t size, std::align_val_t alignment) {
-  if (aligned_new_fails()) throw std::bad_alloc();
+  if (fails(aligned_news_allowed)) throw std::bad_alloc();
   const auto align = static_cast<std::size_t>(alignment);
   if (void* p = std::aligned_alloc(align, (size + align - 1) / align * align)) return p;
   throw std::bad_alloc();
@@ -80,22 +110,44 @@ bool finishes_in_time(Work&& work) {
   return true;
 }
 
-// An insert that must chain a bucket and cannot allocate it throws std::bad_alloc, changes
-// nothing, and leaves the chain's lock free: the bucket is allocated outside the section.
+// Inserts of keys [first, last] (value key * 7), all kOk, with every resize failing: chains
+// grow instead (a resize's new table cannot be allocated; heap buckets can).
+void insert_without_resizes(ClhtLb& table, std::uint64_t first, std::uint64_t last) {
+  for (std::uint64_t key = first; key <= last; ++key) {
+    Status status;
+    {
+      const FailingAllocations no_new_tables(0, kUnlimited);
+      status = table.insert(key, key * 7);
+    }
+    ASSERT_EQ(status, Status::kOk) << key;
+  }
+}
+
+// An insert that must chain a bucket once the table's overflow pool is used up, and cannot
+// allocate it, throws std::bad_alloc, changes nothing, and leaves the chain's lock free: the
+// heap bucket is allocated outside the section.
 TEST(ClhtLb, AFailedAllocationLeavesNoLockHeld) {
-  ClhtLb table(3);  // one head bucket
+  ClhtLb table(3);  // one head bucket, a pool of one overflow bucket
   ASSERT_EQ(table.bucket_count(), 1u);
-  for (std::uint64_t key = 1; key <= 3; ++key) ASSERT_EQ(table.insert(key, key), Status::kOk);
-  aligned_news_allowed.store(0);
-  EXPECT_THROW(static_cast<void>(table.insert(4, 40)), std::bad_alloc);
-  aligned_news_allowed.store(kUnlimited);
-  EXPECT_EQ(table.find(4), std::nullopt);
-  EXPECT_EQ(table.size(), 3u);
+  insert_without_resizes(table, 1, 6);  // the head and the pool's bucket
+  ASSERT_EQ(table.bucket_count(), 1u);
+  bool threw = false;
+  {
+    const FailingAllocations none(0, 0);
+    try {
+      static_cast<void>(table.insert(7, 49));
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+  }
+  EXPECT_TRUE(threw);
+  EXPECT_EQ(table.find(7), std::nullopt);
+  EXPECT_EQ(table.size(), 6u);
   // Were the head's lock still held, this insert would spin for good.
-  ASSERT_TRUE(finishes_in_time([&] { EXPECT_EQ(table.insert(4, 40), Status::kOk); }))
+  ASSERT_TRUE(finishes_in_time([&] { EXPECT_EQ(table.insert(7, 49), Status::kOk); }))
       << "the insert after the failed one did not finish: the head's lock was left held";
-  EXPECT_EQ(table.find(4), 40u);
-  EXPECT_EQ(table.size(), 4u);
+  EXPECT_EQ(table.find(7), 49u);
+  EXPECT_EQ(table.size(), 7u);
 }
 
 // Whether every key of [1, n] maps to its value (key * 7) and an erase and re-insert of each
@@ -114,36 +166,40 @@ void expect_every_key_updatable(ClhtLb& table, std::uint64_t n) {
 
 // A resize whose copy cannot allocate an overflow bucket (reserve() here) throws std::bad_alloc
 // and leaves the table as it was: same buckets, every item, and every chain open to updates.
+// The copy needs heap buckets: 600 items in 20 heads need about 180 overflow buckets, and the
+// new table's pool has 20.
 TEST(ClhtLb, AResizeThatCannotAllocateChangesNothing) {
   constexpr std::uint64_t kItems = 600;
-  ClhtLb table(kItems);  // 200 heads: no resize while filling; doubled, some heads overflow
-  for (std::uint64_t key = 1; key <= kItems; ++key) {
-    ASSERT_EQ(table.insert(key, key * 7), Status::kOk);
-  }
+  ClhtLb table(30);  // 10 heads
+  insert_without_resizes(table, 1, kItems);
   const std::size_t buckets = table.bucket_count();
+  ASSERT_EQ(buckets, 10u);
   const std::uint64_t resizes = table.resizes();
-  aligned_news_allowed.store(0);
-  EXPECT_THROW(table.reserve(2 * kItems), std::bad_alloc);
-  aligned_news_allowed.store(kUnlimited);
+  bool threw = false;
+  {
+    const FailingAllocations copy_fails(kUnlimited, 5);  // the new table, then 5 heap buckets
+    try {
+      table.reserve(60);  // 20 heads
+    } catch (const std::bad_alloc&) {
+      threw = true;
+    }
+  }
+  EXPECT_TRUE(threw);
   EXPECT_EQ(table.bucket_count(), buckets);
   EXPECT_EQ(table.resizes(), resizes);
   expect_every_key_updatable(table, kItems);
-  table.reserve(2 * kItems);  // with memory, the same resize succeeds
+  table.reserve(60);  // with memory, the same resize succeeds
   EXPECT_GT(table.bucket_count(), buckets);
   expect_every_key_updatable(table, kItems);
 }
 
-// An insert whose bucket is allocated but whose resize then cannot allocate is kOk: the item is
-// stored and the table stays as it was, its chains growing, until a later resize finds memory.
+// An insert whose resize cannot allocate is kOk: the item is stored and the table stays as it
+// was, its chains growing, until a later resize finds memory.
 TEST(ClhtLb, AnInsertWhoseResizeCannotAllocateStillStoresItsItem) {
   constexpr std::uint64_t kItems = 900;
   ClhtLb table(300);  // 100 heads: resizes once past 300 items
   const std::size_t buckets = table.bucket_count();
-  for (std::uint64_t key = 1; key <= kItems; ++key) {
-    aligned_news_allowed.store(1);  // the insert's own bucket, if it needs one; not its resize's
-    ASSERT_EQ(table.insert(key, key * 7), Status::kOk) << key;
-  }
-  aligned_news_allowed.store(kUnlimited);
+  insert_without_resizes(table, 1, kItems);
   EXPECT_EQ(table.bucket_count(), buckets);
   EXPECT_EQ(table.resizes(), 0u);
   EXPECT_EQ(table.size(), kItems);

@@ -25,6 +25,13 @@
 //
 //   | lock (8) | key0 key1 key2 (24) | val0 val1 val2 (24) | next (8) |     key 0: empty slot
 //
+// Overflow buckets come from the table's pool (detail/bucket_pool.hpp: room for m, reserved
+// with the table on huge pages, taken inside the section, never throwing), and from the heap
+// only once the pool is used up. A heap bucket sits on an ordinary page among other
+// allocations (a lookup that follows the chain may pay a page walk besides its miss) and costs
+// a chaining insert an aligned allocation; the pool made CLHT-lb 1.2-1.3x faster at u = 10%
+// (docs/benchmarks.md).
+//
 // Operations (h = mix64(key): CLHT indexes with the raw key; mixed, adversarial or strided keys
 // cannot pile into one chain):
 //   find    no lock, no store: for each slot of the chain, read key, value, key again; the key
@@ -81,6 +88,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ccf/detail/bucket_pool.hpp"
 #include "ccf/detail/clht_sizing.hpp"
 #include "ccf/detail/map_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
@@ -206,13 +214,25 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     // Head buckets on huge pages where the system allows (detail/page_buffer.hpp): random probes
     // into a table larger than the TLB's reach pay a page walk each otherwise.
     explicit Table(std::uint64_t count)
-        : buckets(count), storage(count * sizeof(Bucket)), heads(construct(storage, count)) {}
+        : buckets(count),
+          storage(count * sizeof(Bucket)),
+          heads(construct(storage, count)),
+          pool(count) {}
     ~Table() {
       for (std::uint64_t i = 0; i < buckets; ++i) {
         for (Bucket* b = heads[i].next.load(std::memory_order_relaxed); b != nullptr;) {
-          delete std::exchange(b, b->next.load(std::memory_order_relaxed));
+          Bucket* next = b->next.load(std::memory_order_relaxed);
+          if (!pool.owns(b)) delete b;
+          b = next;
         }
       }
+    }
+    // An overflow bucket: from the pool, or -- once the pool is used up (by chains that erases
+    // emptied, or that grew while resizes failed) -- from the heap, which may throw
+    // std::bad_alloc.
+    Bucket* chain_bucket() {
+      Bucket* added = pool.allocate();
+      return added != nullptr ? added : new Bucket;
     }
     Bucket& head(std::uint64_t h) const noexcept { return heads[reduce_range(h, buckets)]; }
     std::size_t memory_bytes() const noexcept {
@@ -227,8 +247,10 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
 
     std::uint64_t buckets;
     detail::PageBuffer storage;
-    Bucket* heads;                           // in storage; trivially destructible
-    std::atomic<std::uint64_t> overflow{0};  // overflow buckets allocated
+    Bucket* heads;  // in storage; trivially destructible
+    // Overflow buckets: as many as heads, address space only until used (detail/bucket_pool.hpp).
+    detail::BucketPool<Bucket> pool;
+    std::atomic<std::uint64_t> overflow{0};  // overflow buckets chained, pooled or not
   };
 
   static constexpr std::uint64_t kItemsPerBucket = detail::ClhtSizing::kItemsPerBucket;
@@ -241,22 +263,6 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
   }
   static void check(std::uint64_t key) {
     detail::ClhtSizing::check(key, Writers::kName);
-  }
-
-  // What a walk of h's chain without the lock sees: whether a slot holds `key`, whether one is
-  // empty (key 0).
-  struct ChainView {
-    bool holds_key = false;
-    bool has_room = false;
-  };
-  ChainView view(std::uint64_t key, std::uint64_t h) const {
-    ChainView seen;
-    for (const Bucket* b = &tables_.current()->head(h); b != nullptr;
-         b = b->next.load(std::memory_order_acquire)) {
-      seen.holds_key |= b->holds(key);
-      seen.has_room |= b->holds(0);
-    }
-    return seen;
   }
 
   // contains() of a checked key with hash h.
@@ -272,13 +278,12 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
   Status put(std::uint64_t key, std::uint64_t value, bool assign) {
     check(key);
     const std::uint64_t h = hash(key);
-    const ChainView seen = view(key, h);
-    if (!assign && seen.holds_key) return Status::kExists;  // read-only failure, as erase's
-    // A bucket to chain is allocated before a section, never inside one: a std::bad_alloc
-    // thrown while a head's lock (or the global one) is held would leave it held for good. It is
-    // allocated when the chain looks full; a guess that proves wrong under concurrent updates
-    // costs a second section, or a bucket freed unused.
-    std::unique_ptr<Bucket> spare = seen.has_room ? nullptr : std::make_unique<Bucket>();
+    if (!assign && present(key, h)) return Status::kExists;  // read-only failure, as erase's
+    // A bucket to chain comes from the table's pool, which never throws, inside the section.
+    // Only when the pool is used up does it come from the heap, allocated before a section and
+    // never inside one: a std::bad_alloc thrown while a head's lock (or the global one) is held
+    // would leave it held for good.
+    std::unique_ptr<Bucket> spare;
     for (;;) {
       Table* chained_in = nullptr;
       const std::optional<Status> status =
@@ -302,8 +307,11 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
               }
             }
             if (empty_key == nullptr) {  // chain a bucket, its first slot filled before linking
-              if (!spare) return std::nullopt;  // allocated outside, then this runs again
-              Bucket* added = spare.release();
+              Bucket* added = table.pool.allocate();
+              if (added == nullptr) {
+                if (!spare) return std::nullopt;  // allocated outside, then this runs again
+                added = spare.release();
+              }
               added->value[0].store(value, std::memory_order_relaxed);
               added->key[0].store(key, std::memory_order_relaxed);
               last->next.store(added, std::memory_order_release);
@@ -367,7 +375,7 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
       }
       Bucket* next = b->next.load(std::memory_order_relaxed);
       if (next == nullptr) {
-        next = new Bucket;
+        next = table.chain_bucket();
         b->next.store(next, std::memory_order_relaxed);
         table.overflow.fetch_add(1, std::memory_order_relaxed);
       }

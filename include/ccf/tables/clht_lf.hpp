@@ -72,6 +72,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "ccf/detail/bucket_pool.hpp"
 #include "ccf/detail/clht_sizing.hpp"
 #include "ccf/detail/map_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
@@ -179,14 +180,14 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
   };
 
   // One table: head buckets and the overflow pool (as many buckets again, address space only
-  // until used), both on huge pages where the system allows (detail/page_buffer.hpp).
+  // until used, detail/bucket_pool.hpp), both on huge pages where the system allows
+  // (detail/page_buffer.hpp).
   struct Table {
     explicit Table(std::uint64_t count)
         : buckets(count),
           head_storage(count * sizeof(Bucket)),
-          pool_storage(count * sizeof(Bucket)),
           heads(construct(head_storage, count)),
-          pool(reinterpret_cast<Bucket*>(pool_storage.data())) {}
+          pool(count) {}
 
     static Bucket* construct(detail::PageBuffer& storage, std::uint64_t count) {
       auto* first = reinterpret_cast<Bucket*>(storage.data());
@@ -194,24 +195,14 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
       return std::launder(first);
     }
     Bucket& head(std::uint64_t h) const noexcept { return heads[reduce_range(h, buckets)]; }
-    // A fresh overflow bucket, or nullptr when the pool is used up.
-    Bucket* allocate() noexcept {
-      const std::uint64_t index = pool_used.fetch_add(1, std::memory_order_relaxed);
-      return index < buckets ? new (pool + index) Bucket : nullptr;
-    }
-    bool pool_exhausted() const noexcept {
-      return pool_used.load(std::memory_order_relaxed) >= buckets;
-    }
     std::size_t memory_bytes() const noexcept {
-      return head_storage.reserved_bytes() +
-             std::min(pool_used.load(std::memory_order_relaxed), buckets) * sizeof(Bucket);
+      return head_storage.reserved_bytes() + pool.memory_bytes();
     }
 
     std::uint64_t buckets;
-    detail::PageBuffer head_storage, pool_storage;
+    detail::PageBuffer head_storage;
     Bucket* heads;  // in head_storage
-    Bucket* pool;   // in pool_storage; bucket i constructed when allocated
-    std::atomic<std::uint64_t> pool_used{0};
+    detail::BucketPool<Bucket> pool;
   };
 
   static void check(std::uint64_t key) { detail::ClhtSizing::check(key, "ClhtLf"); }
@@ -262,7 +253,7 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
         continue;
       }
       if (c + 1 >= kMaxChain) return std::nullopt;
-      Bucket* added = table.allocate();
+      Bucket* added = table.pool.allocate();
       if (added == nullptr) return std::nullopt;
       added->key[0].store(key, std::memory_order_relaxed);
       added->value[0].store(value, std::memory_order_relaxed);
@@ -294,7 +285,7 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
       if (!reserved) {
         // No room in the chain. A larger table makes room -- unless the hash is degenerate
         // (see the header): then the table is not even half as full as the resize threshold.
-        const bool crowded = table->pool_exhausted() ||
+        const bool crowded = table->pool.exhausted() ||
                              2 * size() >= detail::ClhtSizing::kItemsPerBucket * table->buckets;
         if (!crowded || !resize(table, true)) {
           return !assign && find(key) ? Status::kExists : Status::kFull;
