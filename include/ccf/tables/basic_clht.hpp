@@ -31,6 +31,9 @@
 // allocations (a lookup that follows the chain may pay a page walk besides its miss) and costs
 // a chaining insert an aligned allocation; the pool made CLHT-lb 1.2-1.3x faster at u = 10%
 // (docs/benchmarks.md).
+// Under RTM (HtmClht), a section that takes a pool bucket writes the pool's shared counter and
+// may touch a fresh page, either of which can abort it; it then ends under the policy's
+// fallback lock. Such sections are rare: only an insert into a full chain takes a bucket.
 //
 // Operations (h = mix64(key): CLHT indexes with the raw key; mixed, adversarial or strided keys
 // cannot pile into one chain):
