@@ -61,7 +61,6 @@
 // buckets are linked with release (their first pair written before) and followed with acquire.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
