@@ -21,6 +21,7 @@ const Registry& registry() {
   static const Registry instance = [] {
     Registry r;
     register_ccf_coarse_filters(r);
+    register_ccf_cuckoo_map(r);
     register_ccf_concurrent_filters(r);
     register_ccf_filters(r);
     register_ccf_lock_free_filter(r);

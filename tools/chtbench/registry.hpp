@@ -26,6 +26,7 @@ const Registry& registry();
 
 // The adapters' registration functions (adapters/*.cpp).
 void register_ccf_coarse_filters(Registry& r);
+void register_ccf_cuckoo_map(Registry& r);
 void register_ccf_concurrent_filters(Registry& r);
 void register_ccf_filters(Registry& r);
 void register_ccf_lock_free_filter(Registry& r);

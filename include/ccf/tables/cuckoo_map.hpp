@@ -6,12 +6,14 @@
 //
 // Layout: m buckets (any m), each
 //
-//   | header (u64) | key0 .. key3 | value0 .. value3 |
+//   | version (u64) | header (u64) | key0 .. key3 | value0 .. value3 |
 //
 //   header = | overflow (16 bits) | displaced (4 bits, one per slot) | tags (four 11-bit lanes) |
 //
-// stored as 64-bit atomic words (a key or value of s bytes takes ceil(s / 8) words): 72 bytes
-// for 8-byte keys and values, so a table at load 0.9 spends 20 bytes per item. A tag is 11 bits
+// stored as 64-bit atomic words (a key or value of s bytes takes ceil(s / 8) words): 80 bytes
+// for 8-byte keys and values, so a table at load 0.9 spends 22 bytes per item. The version is
+// the bucket's seqlock for lookups (below); the 8 bytes it costs bought lookups that read no
+// line but their buckets' (docs/benchmarks.md). A tag is 11 bits
 // of the key's hash, 0 for an empty slot. Addressing is the filters' partial-key rule
 // (detail/addressing.hpp): from h = mix64(Hash(key)), bucket i1 = reduce_range(h, m), tag = the
 // low 11 bits of h (0 -> 1), i2 = alternate(i1, tag) -- an involution computable from a bucket
@@ -36,12 +38,14 @@
 // bucket's stripe, and a write that changes whether or where an item with primary p is, or p's
 // overflow, holds p's stripe (and the other bucket's, if it writes there).
 //
-// Synchronization: sync::SeqStripes (sync/seq_stripes.hpp): bucket i belongs to stripe
-// i mod S (S fixed at construction, 64 to 4096).
-//   find      optimistic: SeqStripes::read over the stripes of i1 and i2 (both buckets
-//             prefetched) -- read i1's header, compare the keys whose tags match; absent there
-//             and i1's overflow not zero, the same in i2; copy the value, validate. Stores
-//             nothing.
+// Synchronization: writers lock sync::SeqStripes (sync/seq_stripes.hpp): bucket i belongs to
+// stripe i mod S (S fixed at construction, 64 to 4096). Readers never touch the stripes: every
+// mutation of the table (Table::mutate: store, erase, assign, move) makes the versions of the
+// buckets it changes odd while it changes them, under those buckets' stripes.
+//   find      optimistic, both buckets prefetched (Table::snapshot): read i1's version, then its
+//             header, compare the keys whose tags match; absent there and i1's overflow not
+//             zero, the same in i2 (its version first); copy the value; validate the versions
+//             read (unchanged, and even). Stores nothing, and reads no line but its buckets'.
 //   insert    a key that find sees present is refused (kExists) without a lock: a failed update
 //             writes nothing (ASCY 3). Otherwise lock i1's stripe alone; the key in i1: kExists;
 //             not there, i1's overflow zero and a slot free: store it there (value and key
@@ -65,27 +69,31 @@
 //             path means more than 8 keys share one bucket pair and tag -- a degenerate hash --
 //             and the insert returns kFull instead of doubling the table without end.
 //
-// Why a find never misses a present key, nor returns a torn value: by the locking rule, a key's
-// slot (stored, moved between its two buckets, cleared, its value assigned) and its primary's
-// overflow only change under the stripes of the buckets a find reads and validates; a find that
-// overlaps such a change retries. A validated find that skipped i2 saw, at one moment, the key
-// in i1, or absent from i1 and no item of i1 displaced: by the invariant, not in i2. A
+// Why a find never misses a present key, nor returns a torn value: a key's slot (stored, moved
+// between its two buckets, cleared, its value assigned) and its primary's overflow only change
+// inside mutations, each of which keeps the invariant and holds the versions of the buckets it
+// changes odd; a find that overlaps one on a bucket it read retries. A validated find that
+// skipped i2 saw, at one moment between mutations of i1, the key in i1, or absent from i1 and no
+// item of i1 displaced: by the invariant, not in i2. One that read i2 read i2's version before
+// re-reading i1's: the two buckets' quiet windows overlap, and at a moment in both it saw both. A
 // find that loaded the table just before a resize published a larger one reads the old table,
 // which no longer changes after the publication: its answer is the map's state at that moment,
 // inside the find's run (old tables are kept until the map is destroyed, so it is readable).
 // Writers re-check after locking that their table is still the current one.
 //
-// Memory ordering: SeqStripes' points (1)-(6). Slot words are written with release stores (2)
-// and read with acquire loads (4); the table pointer is published with release after the rehash
-// and loaded with acquire.
+// Memory ordering: the bucket versions follow SeqStripes' points (2)-(6) (Boehm's fence-free
+// seqlock), with (1) a relaxed store of the odd version by the stripe's holder, the version's
+// only writer, that (2) keeps ahead of the slot words' release stores; (4) slot words are read
+// with acquire loads. The stripes order writers among themselves (SeqStripes (1), (3)). The table
+// pointer is published with release after the rehash and loaded with acquire.
 //
 // Hash and KeyEqual: a find may compare the key it looks for against a copy of a slot's key
 // that a writer is overwriting (the result is discarded when validation fails), so KeyEqual
 // must be a pure function of the bytes. Hash is called only on keys the user passes and, during
 // a resize, on stored keys.
 //
-// Progress: finds are blocking only while a writer holds one of their stripes (one bucket
-// update, or a resize); updates block on stripe locks.
+// Progress: finds are blocking only while a mutation changes one of their buckets; updates
+// block on stripe locks (a resize holds them all, and finds of the old table go on meanwhile).
 #pragma once
 
 #include <algorithm>
@@ -116,6 +124,7 @@
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 #include "ccf/sync/seq_stripes.hpp"
+#include "ccf/sync/spin_wait.hpp"
 
 namespace ccf {
 
@@ -249,6 +258,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   using ValueWords = Words<Value>;
 
   struct Bucket {
+    Word version{0};  // the bucket's seqlock: odd while a mutation changes the bucket
     Word header{0};
     Word keys[kSlots * KeyWords::kCount]{};
     Word values[kSlots * ValueWords::kCount]{};
@@ -303,6 +313,36 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
       if (overflow(primary) == 0) return std::nullopt;
       return find_in(at.alternate, header(at.alternate), at.fp, key, equal);
     }
+    // f(the slot holding `key`, or nullopt) -- the same search as find -- as of one moment at
+    // which no mutation was changing the buckets read; nullopt if one overlapped (the caller
+    // retries). Stores nothing. A bucket's version is read before its header, first with acquire
+    // (5), and again after f, relaxed (6): f's loads are acquire (4), so if they see a mutation's
+    // write (2) the second read sees its odd version (1). The alternate's versions are read only
+    // when the alternate is: the two windows (first read to second read) overlap, and at a moment
+    // in both, neither bucket was changing.
+    template <class F>
+    [[gnu::always_inline]] auto snapshot(const detail::Location& at, const Key& key,
+                                         const KeyEqual& equal, F&& f) const
+        -> std::optional<std::invoke_result_t<F&, const std::optional<Slot>&>> {
+      const std::uint64_t primary_version = version(at.primary);
+      if ((primary_version & 1) != 0) return std::nullopt;
+      const std::uint64_t primary = header(at.primary);
+      std::optional<Slot> slot = find_in(at.primary, primary, at.fp, key, equal);
+      std::uint64_t alternate_version = 0;
+      const bool both = !slot && overflow(primary) != 0;
+      if (both) {
+        alternate_version = version(at.alternate);
+        if ((alternate_version & 1) != 0) return std::nullopt;
+        slot = find_in(at.alternate, header(at.alternate), at.fp, key, equal);
+      }
+      auto result = f(slot);
+      if (bucket[at.primary].version.load(std::memory_order_relaxed) != primary_version ||
+          (both &&
+           bucket[at.alternate].version.load(std::memory_order_relaxed) != alternate_version)) {
+        return std::nullopt;
+      }
+      return result;
+    }
     // The slot of bucket b (whose header is `header`) holding `key`.
     std::optional<Slot> find_in(std::uint64_t b, std::uint64_t header, std::uint32_t tag,
                                 const Key& key, const KeyEqual& equal) const {
@@ -329,17 +369,21 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     // counted in its primary's overflow.
     void store(const Slot& s, std::uint64_t primary, std::uint32_t tag, const Key& k,
                const Value& v) noexcept {
-      const bool in_alternate = s.bucket != primary;
-      fill(s, tag, in_alternate, k, v);
-      if (in_alternate) add_overflow(primary, +1);
+      mutate(s.bucket, primary, [&] {
+        const bool in_alternate = s.bucket != primary;
+        fill(s, tag, in_alternate, k, v);
+        if (in_alternate) add_overflow(primary, +1);
+      });
     }
     // Clears slot `s`, which holds an item with primary bucket `primary`.
     void erase(const Slot& s, std::uint64_t primary) noexcept {
-      clear(s);
-      if (s.bucket != primary) add_overflow(primary, -1);
+      mutate(s.bucket, primary, [&] {
+        clear(s);
+        if (s.bucket != primary) add_overflow(primary, -1);
+      });
     }
     void assign(const Slot& s, const Value& v) noexcept {
-      ValueWords::store(&bucket[s.bucket].values[s.lane * ValueWords::kCount], v);
+      mutate(s.bucket, s.bucket, [&] { store_value(s, v); });
     }
 
     // Moves the item in `from` to a free slot of `to`, its other bucket, flipping its displaced
@@ -352,9 +396,11 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
       const std::uint64_t source = header(from.bucket);
       if (!target || Tags::get(source, from.lane) != tag) return false;
       const bool was_displaced = displaced(source, from.lane);
-      fill(*target, tag, !was_displaced, key(from), value(from));
-      clear(from);
-      add_overflow(was_displaced ? to : from.bucket, was_displaced ? -1 : +1);
+      mutate(from.bucket, to, [&] {
+        fill(*target, tag, !was_displaced, key(from), value(from));
+        clear(from);
+        add_overflow(was_displaced ? to : from.bucket, was_displaced ? -1 : +1);
+      });
       return true;
     }
 
@@ -374,10 +420,33 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     std::size_t memory_bytes() const noexcept { return storage.reserved_bytes(); }
 
    private:
+    std::uint64_t version(std::uint64_t b) const noexcept {
+      return bucket[b].version.load(std::memory_order_acquire);  // (5)
+    }
+    // One mutation, seen by snapshot() whole or not at all: the versions of the buckets it
+    // changes (a and b, the same or not) are odd while change() runs. The odd stores are relaxed:
+    // change()'s stores are release (2), so a reader that sees one of them sees the odd version
+    // too. The even stores are release (3): a reader that sees one sees every change before it.
+    // Under the stripes of a and b, whose holder is the buckets' only writer.
+    template <class Change>
+    void mutate(std::uint64_t a, std::uint64_t b, Change&& change) noexcept {
+      bump(a, std::memory_order_relaxed);
+      if (b != a) bump(b, std::memory_order_relaxed);
+      change();
+      if (b != a) bump(b, std::memory_order_release);
+      bump(a, std::memory_order_release);
+    }
+    void bump(std::uint64_t b, std::memory_order order) noexcept {
+      Word& word = bucket[b].version;
+      word.store(word.load(std::memory_order_relaxed) + 1, order);
+    }
+    void store_value(const Slot& s, const Value& v) noexcept {
+      ValueWords::store(&bucket[s.bucket].values[s.lane * ValueWords::kCount], v);
+    }
     void fill(const Slot& s, std::uint32_t tag, bool in_alternate, const Key& k,
               const Value& v) noexcept {
       KeyWords::store(&bucket[s.bucket].keys[s.lane * KeyWords::kCount], k);
-      assign(s, v);
+      store_value(s, v);
       const std::uint64_t bit = std::uint64_t{1} << (kDisplacedShift + s.lane);
       update_header(s.bucket, [&](std::uint64_t h) {
         return (Tags::set(h, s.lane, tag) & ~bit) | (in_alternate ? bit : 0);
@@ -452,10 +521,9 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     }
   }
 
-  // f(table, the slot holding `key` or nullopt), optimistic (SeqStripes::read over both buckets'
-  // stripes): stores nothing. Table::find reads the alternate only when the primary does not
-  // answer. Inlined: a loop of lookups is bound by how many lookups' misses the processor
-  // overlaps, so a call per lookup costs (docs/benchmarks.md).
+  // f(table, the slot holding `key` or nullopt), optimistic (Table::snapshot, retried while a
+  // mutation overlaps it): stores nothing. Inlined: a loop of lookups is bound by how many lookups'
+  // misses the processor overlaps, so a call per lookup costs (docs/benchmarks.md).
   template <class F>
   [[gnu::always_inline]] auto read(const Key& key, std::uint64_t h, F&& f) const {
     const Table& table = *tables_.current();
@@ -464,8 +532,12 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     // that does need it (near the sizing load, many do) does not wait for it after the primary's.
     table.prefetch(at.primary);
     table.prefetch(at.alternate);
-    return stripes_.read(at.primary, at.alternate,
-                         [&] { return f(table, table.find(at, key, equal_)); });
+    const auto probe = [&](const std::optional<Slot>& slot) { return f(table, slot); };
+    sync::SpinWait wait;  // while a mutation changes one of the buckets (or overlapped the read)
+    for (;;) {
+      if (auto result = table.snapshot(at, key, equal_, probe)) return *std::move(result);
+      wait.wait();
+    }
   }
   // Whether the key (with hash h) is present, as find sees it.
   bool present(const Key& key, std::uint64_t h) const {

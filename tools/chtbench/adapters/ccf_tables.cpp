@@ -6,52 +6,17 @@
 //   htm-clht-fine  HtmClhtFine: the bucket locks, each elided with RTM
 //   hopscotch, hopscotch-64  HopscotchMap<32 / 64>: neighbourhoods with hop bitmaps, segment
 //                seqlocks, store-free lookups, resize
-//   cuckoo-map  CuckooMap<u64, u64>: (2,4) cuckoo, striped locks, store-free lookups, resize
+//   (cuckoo-map: ccf_cuckoo_map.cpp)
 #include <ccf/tables/clht_lb.hpp>
 #include <ccf/tables/clht_lf.hpp>
-#include <ccf/tables/cuckoo_map.hpp>
 #include <ccf/tables/hopscotch_map.hpp>
 #include <ccf/tables/htm_clht.hpp>
-#include <memory>
 #include <string>
 
+#include "adapters/table_set.hpp"
 #include "registry.hpp"
 
 namespace chtbench {
-namespace {
-
-// A table's set view. Both tables share this vocabulary (find / insert / erase / size /
-// capacity / memory_bytes / resizes).
-template <class Table>
-class TableSet final : public StructureBase<TableSet<Table>> {
- public:
-  explicit TableSet(const StructureConfig& config) : table_(config.capacity) {}
-
-  bool insert(std::uint64_t key) override { return table_.insert(key, key) == ccf::Status::kOk; }
-  bool contains(std::uint64_t key) const override { return table_.contains(key); }
-  bool erase(std::uint64_t key) override { return table_.erase(key) == ccf::Status::kOk; }
-  std::size_t size() const override { return table_.size(); }
-  std::size_t capacity() const override { return table_.capacity(); }
-  std::size_t memory_bytes() const override { return table_.memory_bytes(); }
-  std::vector<EventCount> event_counts() const override {
-    return {{"resizes", table_.resizes()}, {"resize_ns", table_.resize_nanoseconds()}};
-  }
-
- private:
-  Table table_;
-};
-
-using CuckooMap64 = ccf::CuckooMap<std::uint64_t, std::uint64_t>;
-
-template <class Table>
-void add_table(Registry& r, std::string name, std::string description) {
-  r.add({std::move(name),
-         std::move(description),
-         {.filter = false, .thread_safe = true},
-         [](const StructureConfig& c) { return std::make_unique<TableSet<Table>>(c); }});
-}
-
-}  // namespace
 
 void register_ccf_tables(Registry& r) {
   add_table<ccf::ClhtLb>(
@@ -82,9 +47,6 @@ void register_ccf_tables(Registry& r) {
       "ccf HopscotchMap<32>: hop bitmaps, segment seqlocks, store-free lookups, resize");
   add_table<ccf::HopscotchMap<64>>(r, "hopscotch-64",
                                    "ccf HopscotchMap<64>: the same, 64-bucket neighbourhoods");
-  add_table<CuckooMap64>(
-      r, "cuckoo-map",
-      "ccf CuckooMap: (2,4) cuckoo, striped seqlocks, store-free lookups, BFS paths, resize");
 }
 
 }  // namespace chtbench
