@@ -1,6 +1,6 @@
 // SeqStripes: lock striping with optimistic, store-free reads (the synchronization of the
-// striped cuckoo filter, concurrent/striped_cuckoo_filter.hpp, and of the concurrent cuckoo
-// map, tables/cuckoo_map.hpp).
+// striped cuckoo filter, concurrent/striped_cuckoo_filter.hpp, and the writers' locks of the
+// concurrent cuckoo map, tables/cuckoo_map.hpp, whose lookups validate per-bucket versions).
 //
 // S stripes (a power of two); bucket i belongs to stripe i mod S. Each stripe is one cache line
 // of its own:

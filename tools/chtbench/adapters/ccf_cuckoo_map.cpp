@@ -11,7 +11,8 @@ namespace chtbench {
 void register_ccf_cuckoo_map(Registry& r) {
   add_table<ccf::CuckooMap<std::uint64_t, std::uint64_t>>(
       r, "cuckoo-map",
-      "ccf CuckooMap: (2,4) cuckoo, striped seqlocks, store-free lookups, BFS paths, resize");
+      "ccf CuckooMap: (2,4) cuckoo, striped locks, store-free lookups on bucket versions, BFS "
+      "paths, resize");
 }
 
 }  // namespace chtbench
