@@ -14,7 +14,8 @@ median throughput of the rounds, the ratios the targets are stated in, and bytes
   scripts/compare_tables.py CHTBENCH [ROUNDS] [ITEMS] > bench/results/tables_<machine>_<date>.txt
 
 ROUNDS defaults to 3, ITEMS to 2^23. TABLES (a space-separated list) narrows the structures of
-mixed and full; EXPERIMENTS (a space-separated list) the experiments.
+mixed and full; EXPERIMENTS (a space-separated list) the experiments; KEYS=scrambled hands the
+tables random-looking 64-bit keys instead of the integers of the range (chtbench run --keys).
 """
 import csv
 import io
@@ -56,7 +57,8 @@ def main():
     items = int(sys.argv[3]) if len(sys.argv) > 3 else 1 << 23
     tables = os.environ.get("TABLES", DEFAULT_TABLES).split()
     chosen = os.environ.get("EXPERIMENTS", "mixed full readonly oversub updates").split()
-    sizes = ["-i", str(items), "-r", str(2 * items)]
+    keys = os.environ.get("KEYS", "range")
+    sizes = ["-i", str(items), "-r", str(2 * items), "--keys", keys]
     experiments = []  # (experiment, structure, threads or update %, args)
     for s in tables:
         experiments.append(("mixed", s, 2, ["-n", "2", "-u", "10", *sizes]))
@@ -71,7 +73,7 @@ def main():
             experiments.append(("updates", s, u, ["-n", "2", "-u", str(u), *sizes]))
     experiments = [e for e in experiments if e[0] in chosen]
 
-    print(f"# scripts/compare_tables.py {chtbench} {rounds} {items}")
+    print(f"# scripts/compare_tables.py {chtbench} {rounds} {items}   (keys: {keys})")
     print(f"# machine: {os.cpu_count()} cores, {cpu_model()}, date: {date.today()}")
     results = {}
     for r in range(rounds):

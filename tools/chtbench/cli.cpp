@@ -117,7 +117,7 @@ struct Output {
 // The arguments of each subcommand, as CLI11 fills them, and the subcommand itself.
 struct RunArgs {
   RunConfig config;
-  std::string dist = "uniform", pin = "default", init = "one";
+  std::string dist = "uniform", keys = "range", pin = "default", init = "one";
   Output out;
   CLI::App* command = nullptr;
 };
@@ -169,6 +169,12 @@ void add_run_command(CLI::App& app, RunArgs& a) {
                   "key distribution: uniform, or zipf:THETA (key k drawn with probability "
                   "proportional to k^-THETA, e.g. zipf:0.99)")
       ->check(parsed_by(KeyDist::parse, "uniform|zipf:THETA"))
+      ->capture_default_str();
+  run->add_option("--keys", a.keys,
+                  "keys as the structure sees them: range (the integers of [1, r]) or "
+                  "scrambled (fmix64 of each, a bijection: random-looking 64-bit keys, the same "
+                  "sets and failure rates)")
+      ->check(CLI::IsMember({"range", "scrambled"}))
       ->capture_default_str();
   run->add_option("--pin", a.pin,
                   "thread placement from the hwloc topology: default (the OS), compact (fill "
@@ -330,6 +336,7 @@ int dispatch(const CLI::App& app, bool list, RunArgs& run, FilterArgs& filter,
     list_structures();
   } else if (run.command->parsed()) {
     run.config.dist = KeyDist::parse(run.dist);
+    run.config.scrambled_keys = run.keys == "scrambled";
     run.config.pin = parse_pin(run.pin);
     run.config.init_all = run.init == "all";
     run.out.write(run_benchmark(find_structure(run.config.structure), run.config));

@@ -52,6 +52,7 @@ nlohmann::json to_json(const RunResult& r) {
       {"capacity", c.capacity},
       {"duration_ms", c.duration_ms},
       {"dist", c.dist.to_string()},
+      {"keys", c.scrambled_keys ? "scrambled" : "range"},
       {"pin", to_string(c.pin)},
       {"init_threads", c.init_all ? "all" : "one"},
       {"repeat", c.repeat},
@@ -199,9 +200,9 @@ std::string run_table(std::span<const RunResult> results) {
     out += fmt::format(
         "{:<26} {:>3} {:>4} {:>10} {:>10} {:>9} {:>9.2f} {:>9.2f} {:>7.3f} {:>9.2f} {:>9.2f} "
         "{:>7.1f} {:>6.1f} {:>7.0f}%\n",
-        c.structure, c.threads, c.update_pct, c.initial, c.range, c.dist.to_string(),
-        r.throughput_mops, r.limit_mops, ratio(r.throughput_mops, r.limit_mops),
-        static_cast<double>(r.memory_bytes) / (1 << 20),
+        c.structure, c.threads, c.update_pct, c.initial, c.range,
+        c.dist.to_string() + (c.scrambled_keys ? "/scr" : ""), r.throughput_mops, r.limit_mops,
+        ratio(r.throughput_mops, r.limit_mops), static_cast<double>(r.memory_bytes) / (1 << 20),
         static_cast<double>(r.rss_growth_bytes) / (1 << 20),
         r.size_after == 0 ? 0.0
                           : static_cast<double>(r.memory_bytes) / static_cast<double>(r.size_after),

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <bit>
 #include <ccf/detail/page_buffer.hpp>
+#include <ccf/hash.hpp>
 #include <chrono>
 #include <fstream>
 #include <limits>
@@ -293,6 +294,14 @@ class FilterPolicy {
   KeyGenerator all_keys_;
 };
 
+// The key the structure sees for harness key k: k, or with --keys scrambled fmix64(k) (mix64
+// with seed 0), a bijection that keeps 0 at 0, so [1, r] maps onto r distinct non-zero keys.
+// Policies, ownership and the false-negative checks work on harness keys throughout.
+struct KeyMap {
+  bool scrambled;
+  std::uint64_t operator()(std::uint64_t key) const { return scrambled ? ccf::mix64(key, 0) : key; }
+};
+
 bool apply(Structure& s, OpKind kind, std::uint64_t key) {
   switch (kind) {
     case OpKind::kInsert:
@@ -314,6 +323,7 @@ void work_sampled(Structure& s, Policy policy, const RunConfig& c, unsigned thre
   Rng rng(stream_seed(c.seed, kOpStream, thread));
   const std::uint64_t overhead = timer_overhead();
   const OpMix mix(c);
+  const KeyMap structure_key{c.scrambled_keys};
   std::uint64_t sample_clock = 0;
   // Relaxed: the flag only ends the loop; the counters are read after the join.
   while (!stop.load(std::memory_order_relaxed)) {
@@ -322,7 +332,8 @@ void work_sampled(Structure& s, Policy policy, const RunConfig& c, unsigned thre
       const Draw d = policy.draw(kind, rng);
       const bool sample = ++sample_clock % kSampleEvery == 0;
       const std::uint64_t t0 = sample ? cycles_begin() : 0;
-      const bool ok = d.refused ? (s.contains(d.key), false) : apply(s, kind, d.key);
+      const std::uint64_t key = structure_key(d.key);
+      const bool ok = d.refused ? (s.contains(key), false) : apply(s, kind, key);
       const std::uint64_t t1 = sample ? cycles_end() : 0;
       const OpClass cls = classify(kind, ok);
       if (sample) {
@@ -353,6 +364,8 @@ void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
   const std::size_t chunk = one_call ? kDrawChunk : c.batch;
   std::vector<OpKind> kinds(chunk, OpKind::kLookup);
   std::vector<std::uint64_t> keys(chunk);
+  const KeyMap structure_key{c.scrambled_keys};
+  std::vector<std::uint64_t> scrambled(c.scrambled_keys ? chunk : 0);  // the structure's keys
   const auto found = std::make_unique<bool[]>(chunk);
   // Relaxed: the flag only ends the loop; the counters are read after the join.
   while (!stop.load(std::memory_order_relaxed)) {
@@ -362,7 +375,8 @@ void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
     for (std::size_t i = 0; i < kinds.size();) {
       if (kinds[i] != OpKind::kLookup) {
         const Draw d = policy.draw(kinds[i], rng);
-        const bool ok = d.refused ? (s.contains(d.key), false) : apply(s, kinds[i], d.key);
+        const std::uint64_t key = structure_key(d.key);
+        const bool ok = d.refused ? (s.contains(key), false) : apply(s, kinds[i], key);
         ++stats.ops[classify(kinds[i], ok)];
         policy.after(kinds[i], d, ok, stats);
         ++i;
@@ -372,11 +386,16 @@ void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
       while (i + run < kinds.size() && kinds[i + run] == OpKind::kLookup) ++run;
       policy.draw_lookups(std::span<std::uint64_t>(keys.data(), run), rng);
       const std::span<const std::uint64_t> run_keys(keys.data(), run);
+      std::span<const std::uint64_t> lookup_keys = run_keys;
+      if (c.scrambled_keys) {
+        for (std::size_t k = 0; k < run; ++k) scrambled[k] = structure_key(keys[k]);
+        lookup_keys = std::span<const std::uint64_t>(scrambled.data(), run);
+      }
       std::size_t hits = 0;
       if (one_call) {
-        hits = s.contains_each(run_keys, std::span<bool>(found.get(), run));
+        hits = s.contains_each(lookup_keys, std::span<bool>(found.get(), run));
       } else {
-        hits = s.contains_many(run_keys, std::span<bool>(found.get(), run));
+        hits = s.contains_many(lookup_keys, std::span<bool>(found.get(), run));
       }
       stats.ops[OpClass::kGetSuc] += hits;
       stats.ops[OpClass::kGetFail] += run - hits;
@@ -435,7 +454,7 @@ Repeat run_repeat(const StructureInfo& info, const RunConfig& c) {
       std::uint64_t mine = 0;
       for (unsigned t = f; t < c.threads; t += fillers) {
         owners[t].for_each_present([&](std::uint64_t key, std::uint64_t rank) {
-          if (s->insert(key)) {
+          if (s->insert(KeyMap{c.scrambled_keys}(key))) {
             ++mine;
           } else {
             owners[t].set(rank, false);  // a full filter: keep the bitmap truthful

@@ -78,6 +78,10 @@ struct RunConfig {
   std::uint64_t range = 0;           // r; 0 means 2i (at most 2^64 - 1)
   unsigned duration_ms = 1000;       // d
   KeyDist dist{};
+  // --keys scrambled: the structure sees fmix64(k) for every harness key k of [1, r] -- a
+  // bijection, so the same sets and failure rates, with random-looking 64-bit keys instead of a
+  // dense range (which a multiplicative hash spreads more evenly than a random one).
+  bool scrambled_keys = false;
   Pin pin = Pin::kDefault;
   bool init_all = false;  // initial fill by all n threads (else by one)
   bool latency = false;

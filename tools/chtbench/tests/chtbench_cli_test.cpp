@@ -70,6 +70,7 @@ TEST(Cli, BadArgumentsGetAMessageAndExitStatus2) {
        "--insert-pct 20 exceeds --update (u) 10"},
       {{"run", "--structure", "std-set-rwlock", "--dist", "zipf:abc"}, "zipf:THETA"},
       {{"run", "--structure", "std-set-rwlock", "--pin", "sideways"}, "--pin"},
+      {{"run", "--structure", "std-set-rwlock", "--keys", "shuffled"}, "--keys"},
       {{"run", "--structure", "std-set-rwlock", "--initial", "10", "--range", "5"},
        "exceeds --range (r) 5"},
       {{"run", "--structure", "std-set-rwlock", "--format", "xml"}, "--format"},
@@ -316,14 +317,16 @@ TEST(Cli, NumbersAreDecimal) {
 
 TEST(Cli, WritesJsonToTheOutputFile) {
   const auto path = std::filesystem::temp_directory_path() / "chtbench_cli_test.json";
-  const Outcome o = run({"run", "-s", "std-set-rwlock", "-i", "1024", "-d", "10", "-u", "10",
-                         "--dist", "zipf:0.8", "--format", "json", "--out", path.string()});
+  const Outcome o =
+      run({"run", "-s", "std-set-rwlock", "-i", "1024", "-d", "10", "-u", "10", "--dist",
+           "zipf:0.8", "--keys", "scrambled", "--format", "json", "--out", path.string()});
   ASSERT_EQ(o.status, 0) << o.err;
   EXPECT_TRUE(o.out.empty());
   std::ifstream in(path);
   const auto j = nlohmann::json::parse(in);
   EXPECT_EQ(j["structure"], "std-set-rwlock");
   EXPECT_EQ(j["dist"], "zipf:0.8");
+  EXPECT_EQ(j["keys"], "scrambled");
   EXPECT_EQ(j["update_pct"], 10);
   EXPECT_EQ(j["insert_pct"], 5.0);  // u/2 unless --insert-pct says otherwise
   std::filesystem::remove(path);
