@@ -24,7 +24,7 @@ using ccf::Status;
 
 // Keys whose hashes are 1, 2, 3, ...: their high bits are 0, so all land in head bucket 0.
 std::uint64_t colliding_key(std::uint64_t i) {
-  return ccf::testing::unfibonacci_hash(i + 1);
+  return ccf::testing::unmix64(i + 1);
 }
 
 TEST(ClhtLf, OneChainFillsToItsLimitThenRefusesWithoutGrowing) {

@@ -40,10 +40,5 @@ constexpr std::uint64_t unmix64(std::uint64_t hash, std::uint64_t seed = kDefaul
   return k ^ seed;
 }
 static_assert(mix64(unmix64(12345)) == 12345 && unmix64(mix64(777)) == 777);
-// The key whose fibonacci_hash is `hash`.
-constexpr std::uint64_t unfibonacci_hash(std::uint64_t hash) noexcept {
-  return hash * inverse_mod_2_64(fibonacci_hash(1));
-}
-static_assert(fibonacci_hash(unfibonacci_hash(12345)) == 12345);
 
 }  // namespace ccf::testing

@@ -3,8 +3,7 @@
 // Keys are 64-bit integers or byte strings. Integers go through a strong bijective mixer
 // (the MurmurHash3 64-bit finalizer, seeded); byte strings go through XXH3 from xxHash
 // (Debian's libxxhash-dev, used header-only). Every structure derives all it needs -- bucket
-// index, fingerprint, Bloom bit positions -- from the one 64-bit hash these return. The tables
-// that need only a bucket index from a 64-bit key (detail/clht_sizing.hpp) use fibonacci_hash.
+// index, fingerprint, Bloom bit positions -- from the one 64-bit hash these return.
 #pragma once
 
 #include <bit>
@@ -37,16 +36,6 @@ constexpr std::uint64_t mix64(std::uint64_t key, std::uint64_t seed = kDefaultSe
   k *= 0xc4ceb9fe1a85ec53ULL;
   k ^= k >> 33;
   return k;
-}
-
-// Fibonacci hashing (Knuth, TAOCP vol. 3, 6.4): the key times 2^64 / golden ratio, for an
-// index taken from the product's HIGH bits (reduce_range below). Every key bit reaches the high
-// bits, and keys of a dense range -- sequential ids, the benchmarks' [1, r] -- land almost evenly
-// spaced (the three-distance theorem), where a random function leaves a Poisson spread. One
-// multiply; a bijection with no avalanche in its low bits, so it is for bucket indexes only, not
-// for fingerprints, and, like any fixed unseeded hash, no defence against chosen keys.
-constexpr std::uint64_t fibonacci_hash(std::uint64_t key) noexcept {
-  return key * 0x9e3779b97f4a7c15ULL;
 }
 
 inline std::uint64_t hash_key(std::uint64_t key, std::uint64_t seed = kDefaultSeed) noexcept {

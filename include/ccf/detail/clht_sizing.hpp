@@ -1,16 +1,13 @@
 // What the two cache-line hash tables (tables/clht_lb.hpp, tables/clht_lf.hpp) share: 64-bit
-// keys with 0 reserved for an empty slot, three pairs per 64-byte bucket, multiplicative hashes,
-// and sizing: a table built for n items gets ceil(n / 3) head buckets.
+// keys with 0 reserved for an empty slot, three pairs per 64-byte bucket, mixed hashes (CLHT
+// indexes with the raw key; mixed, adversarial or strided keys cannot pile into one chain), and
+// sizing: a table built for n items gets ceil(n / 3) head buckets.
 //
-// The hash (hash.hpp's fibonacci_hash, its high bits the bucket index): CLHT indexes with the
-// raw key modulo m, which puts every key of a stride that m divides into one chain; the
-// multiplication spreads them. It replaced MurmurHash3's finalizer, which spreads every key set
-// like a random function: at the benchmarks' load (half of 3 per bucket) a Poisson spread
-// leaves 6.6% of the buckets with an overflow chain, and a lookup that meets one pays a second,
-// dependent miss. Keys of a dense range -- sequential ids, the benchmarks' [1, r] -- now land
-// evenly and almost no bucket overflows (CLHT-lb read-only 1.5x, docs/benchmarks.md); random
-// 64-bit keys spread as before (chtbench --keys scrambled), for one multiply instead of two
-// and three shifts. HopscotchMap indexes its homes with the same hash.
+// Why fmix64 and not a cheaper multiplicative (Fibonacci) hash: that one spreads a dense key
+// range evenly, so almost no head overflows (CLHT-lb 1.3-1.5x faster on chtbench's keys), but it
+// piles some aligned and decimal-stride key sets into a few heads -- keys that are multiples of
+// 2^16: 85% of them in chains, one of 38 keys, where fmix64 leaves 6% and 9
+// (scripts/hash_spread.py; docs/benchmarks.md).
 #pragma once
 
 #include <algorithm>
@@ -39,7 +36,7 @@ struct ClhtSizing {
     }
     return std::max<std::uint64_t>(1, buckets);
   }
-  static std::uint64_t hash(std::uint64_t key) noexcept { return fibonacci_hash(key); }
+  static std::uint64_t hash(std::uint64_t key) noexcept { return mix64(key); }
   // Inline, its throw out of line: it runs before every lookup.
   static void check(std::uint64_t key, std::string_view table) {
     if (key == 0) [[unlikely]] {

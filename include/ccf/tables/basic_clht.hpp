@@ -35,8 +35,8 @@
 // may touch a fresh page, either of which can abort it; it then ends under the policy's
 // fallback lock. Such sections are rare: only an insert into a full chain takes a bucket.
 //
-// Operations (h = fibonacci_hash(key), detail/clht_sizing.hpp: CLHT indexes with the raw key;
-// multiplied, strided keys do not pile into one chain, and a dense range spreads evenly):
+// Operations (h = mix64(key): CLHT indexes with the raw key; mixed, adversarial or strided keys
+// cannot pile into one chain):
 //   find    no lock, no store: for each slot of the chain, read key, value, key again; the key
 //           unchanged means the value belongs to it (the atomic snapshot of key + value). A slot
 //           whose key is not ours is skipped. (ASCY 1-4: searches do not write, wait or retry.)

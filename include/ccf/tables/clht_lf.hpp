@@ -17,7 +17,7 @@
 // change; only the thread that reserved a slot (CAS key 0 -> k) or invalidated it writes it
 // until it is free again. Every change of a snapshot raises its version.
 //
-// Operations (h = fibonacci_hash(key), detail/clht_sizing.hpp):
+// Operations (h = mix64(key), detail/clht_sizing.hpp):
 //   find    read the snapshot s; look for the key among the slots valid in s; read the value;
 //           read the snapshot again: unchanged => by (I) the slots valid in s held exactly
 //           those pairs at that moment, so the answer (found with that value, or absent) was

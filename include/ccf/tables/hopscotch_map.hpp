@@ -16,7 +16,7 @@
 // Invariant (I): bit i of hop[b] is set only while bucket b + i holds a published item with home
 // b; such an item (its key, value and place) changes only under the lock of its home's segment.
 //
-// Operations (h = fibonacci_hash(key), detail/clht_sizing.hpp's hash; home b = reduce_range(h, m)):
+// Operations (h = mix64(key), detail/clht_sizing.hpp's hash; home b = reduce_range(h, m)):
 //   find    optimistic: SeqStripes::read over the home's segment -- the hop bitmap, then the keys
 //           it points at and the value -- validated by that segment's sequence number. By (I)
 //           every change that could make the read wrong holds that lock, so a read that
