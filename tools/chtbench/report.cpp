@@ -186,7 +186,7 @@ std::string to_csv(std::span<const nlohmann::json> rows) {
 
 std::string run_table(std::span<const RunResult> results) {
   std::string out = fmt::format(
-      "{:<26} {:>3} {:>4} {:>10} {:>10} {:>9} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>6} {:>8}\n",
+      "{:<26} {:>3} {:>4} {:>10} {:>10} {:>13} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7} {:>6} {:>8}\n",
       "structure", "n", "u%", "i", "r", "dist", "Mops/s", "limit", "ratio", "MiB", "RSS MiB",
       "B/item", "fail%", "harness");
   for (const RunResult& r : results) {
@@ -198,7 +198,7 @@ std::string run_table(std::span<const RunResult> results) {
                                                                      r.ops[OpClass::kRemFail]) /
                                                  static_cast<double>(r.ops.total());
     out += fmt::format(
-        "{:<26} {:>3} {:>4} {:>10} {:>10} {:>9} {:>9.2f} {:>9.2f} {:>7.3f} {:>9.2f} {:>9.2f} "
+        "{:<26} {:>3} {:>4} {:>10} {:>10} {:>13} {:>9.2f} {:>9.2f} {:>7.3f} {:>9.2f} {:>9.2f} "
         "{:>7.1f} {:>6.1f} {:>7.0f}%\n",
         c.structure, c.threads, c.update_pct, c.initial, c.range,
         c.dist.to_string() + (c.scrambled_keys ? "/scr" : ""), r.throughput_mops, r.limit_mops,

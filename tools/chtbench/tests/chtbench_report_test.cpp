@@ -19,14 +19,15 @@ TEST(Report, RunJsonHasTheSchemaFields) {
   const RunConfig c{.update_pct = 20, .initial = 1u << 10, .duration_ms = 20, .latency = true};
   const nlohmann::json j = to_json(run_benchmark(*registry().find("std-set-rwlock"), c));
   for (const char* key :
-       {"structure", "threads", "update_pct", "initial", "range", "duration_ms", "dist", "pin",
-        "throughput_mops", "ops", "memory_bytes", "rss_growth_bytes", "limit_mops",
+       {"structure", "threads", "update_pct", "initial", "range", "duration_ms", "dist", "keys",
+        "pin", "throughput_mops", "ops", "memory_bytes", "rss_growth_bytes", "limit_mops",
         "ratio_to_limit", "latency_ns", "tsc_ghz", "repeat_mops"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["structure"], "std-set-rwlock");
   EXPECT_EQ(j["range"], 2048);
   EXPECT_EQ(j["dist"], "uniform");
+  EXPECT_EQ(j["keys"], "range");
   EXPECT_EQ(j["pin"], "default");
   std::uint64_t total = 0;
   for (const char* key :

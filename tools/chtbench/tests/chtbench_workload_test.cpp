@@ -248,6 +248,13 @@ TEST(Workload, ScrambledKeysReachTheStructureAndKeepTheWorkload) {
   const RunResult r = run_benchmark(*registry().find("ccf-striped"), c);
   EXPECT_EQ(r.false_negatives, 0u);
   EXPECT_GT(r.ops.total(), 1000u);
+  // The --latency loop (operations one by one) hands the structure scrambled keys too.
+  c.batch = 1;
+  c.latency = true;
+  const auto calls = std::make_shared<Calls>();
+  const RunResult timed = run_benchmark(counting_set(false, calls), c);
+  EXPECT_EQ(timed.ops.total() + timed.initial_inserted, calls->calls);
+  for (const auto& [key, count] : calls->keys) EXPECT_GT(key, 2 * c.initial) << key;
 }
 
 TEST(Workload, MedianOfRepeats) {
