@@ -15,7 +15,8 @@ median throughput of the rounds, the ratios the targets are stated in, and bytes
 
 ROUNDS defaults to 3, ITEMS to 2^23. TABLES (a space-separated list) narrows the structures of
 mixed and full; EXPERIMENTS (a space-separated list) the experiments; KEYS=scrambled hands the
-tables random-looking 64-bit keys instead of the integers of the range (chtbench run --keys).
+tables random-looking 64-bit keys instead of the integers of the range (chtbench run --keys):
+the workload the tables' targets are stated for (docs/benchmarks.md).
 """
 import csv
 import io

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -131,6 +132,50 @@ TEST(CuckooMap, WeakHashFillsItsPairsThenRefusesWithoutLosingAnything) {
   }
   EXPECT_EQ(map.size(), model.size());
   for (const auto& [key, value] : model) ASSERT_EQ(map.find(key), value);
+}
+
+// One-word keys, crowded: with 97 distinct hashes, keys that share a hash share its tag too, so
+// only the key compare tells them apart, and erased keys' stale copies (an emptied slot keeps
+// its key) sit beside live ones. Checked against a model through inserts, assignments, erases
+// and finds, and while the table grows.
+TEST(CuckooMap, OneWordKeysAreToldApartFromSameTagKeysAndStaleSlots) {
+  struct WeakHash64 {
+    std::size_t operator()(std::uint64_t key) const noexcept { return key % 97; }
+  };
+  ccf::CuckooMap<std::uint64_t, std::uint64_t, WeakHash64> map(8);
+  std::map<std::uint64_t, std::uint64_t> model;
+  std::mt19937_64 rng(5);
+  const std::size_t ops = ccf::testing::scaled<std::size_t>(200'000, 4);
+  for (std::size_t i = 0; i < ops; ++i) {
+    const std::uint64_t key = rng() % 400;  // about 4 keys per hash: some pairs fill up
+    const std::uint64_t value = rng();
+    switch (rng() % 4) {
+      case 0: {
+        const Status status = map.insert_or_assign(key, value);
+        if (status == Status::kFull) {
+          ASSERT_FALSE(model.contains(key)) << i;
+        } else {
+          ASSERT_EQ(status, model.contains(key) ? Status::kExists : Status::kOk) << i;
+          model[key] = value;
+        }
+        break;
+      }
+      case 1:
+        ASSERT_EQ(map.erase(key), model.erase(key) == 1 ? Status::kOk : Status::kNotFound) << i;
+        break;
+      default: {
+        const auto it = model.find(key);
+        ASSERT_EQ(map.find(key), it == model.end() ? std::nullopt : std::optional(it->second)) << i;
+        ASSERT_EQ(map.contains(key), it != model.end()) << i;
+      }
+    }
+  }
+  EXPECT_EQ(map.size(), model.size());
+  EXPECT_GT(model.size(), 150u) << "the keys were meant to crowd their pairs";
+  for (std::uint64_t key = 0; key < 400; ++key) {
+    const auto it = model.find(key);
+    ASSERT_EQ(map.find(key), it == model.end() ? std::nullopt : std::optional(it->second)) << key;
+  }
 }
 
 TEST(CuckooMap, ConstantHashHoldsEightKeys) {
