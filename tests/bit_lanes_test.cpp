@@ -1,7 +1,8 @@
-// BitLanes: lane reads and writes, and the zero-lane test the filters' buckets rely on,
-// against a lane-by-lane reference on random and borrow-provoking words.
+// BitLanes: lane reads and writes, and the zero-lane test and count the filters' buckets rely
+// on, against a lane-by-lane reference on random and borrow-provoking words.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <ccf/detail/bit_lanes.hpp>
 #include <cstdint>
 #include <random>
@@ -26,6 +27,8 @@ void check_lanes() {
     for (unsigned lane = 0; lane < Lanes; ++lane) {
       if (L::get(word, lane) == 0) expected_zero |= std::uint64_t{1} << (lane * Width + Width - 1);
     }
+    ASSERT_EQ(L::count_zero_lanes(word), static_cast<unsigned>(std::popcount(expected_zero)))
+        << std::hex << word;
     const std::uint64_t flags = L::zero_lanes(word);
     ASSERT_EQ(flags != 0, expected_zero != 0) << std::hex << word;
     if (expected_zero != 0) {

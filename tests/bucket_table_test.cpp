@@ -1,6 +1,7 @@
 // Model-based tests of the bucket tables: random inserts, erases and exchanges on a small
-// table, checked after every step against a per-bucket multiset -- including that writes never
-// disturb neighbouring buckets (the packed layouts share bytes across bucket boundaries).
+// table, checked after every step against a per-bucket multiset (contents and free slots) --
+// including that writes never disturb neighbouring buckets (the packed layouts share bytes across
+// bucket boundaries).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "ccf/detail/atomic_packed_table.hpp"
 #include "ccf/packed_table.hpp"
 #include "ccf/semi_sorted_table.hpp"
 
@@ -25,6 +27,13 @@ using Tables =
                      ccf::SemiSortedTable<8>, ccf::SemiSortedTable<12>, ccf::SemiSortedTable<16>>;
 TYPED_TEST_SUITE(BucketTableTest, Tables);
 
+// The concurrent filters' table: the same model (one thread), its own storage rules.
+template <class Table>
+class AtomicBucketTableTest : public ::testing::Test {};
+using AtomicTables = ::testing::Types<ccf::AtomicPackedTable<8, 4>, ccf::AtomicPackedTable<12, 4>,
+                                      ccf::AtomicPackedTable<16, 2>, ccf::AtomicPackedTable<16, 4>>;
+TYPED_TEST_SUITE(AtomicBucketTableTest, AtomicTables);
+
 template <class Table>
 std::vector<std::uint32_t> bucket_contents(const Table& table, std::size_t bucket) {
   std::vector<std::uint32_t> fps;
@@ -35,8 +44,8 @@ std::vector<std::uint32_t> bucket_contents(const Table& table, std::size_t bucke
   return fps;
 }
 
-TYPED_TEST(BucketTableTest, MatchesAMultisetModel) {
-  using Table = TypeParam;
+template <class Table>
+void check_against_a_multiset_model() {
   constexpr std::size_t kBuckets = 37;  // odd: exercises every byte/bit alignment
   Table table(kBuckets);
   std::vector<std::multiset<std::uint32_t>> model(kBuckets);
@@ -77,17 +86,29 @@ TYPED_TEST(BucketTableTest, MatchesAMultisetModel) {
       default:
         ASSERT_EQ(table.contains(bucket, fp), expected.count(fp) > 0);
     }
-    // The touched bucket and both neighbours hold exactly what the model says.
+    // The touched bucket and both neighbours hold exactly what the model says, and count
+    // their free slots exactly (small fingerprints sit above emptied slots: no borrow counts).
     for (std::size_t b : {bucket, (bucket + 1) % kBuckets, (bucket + kBuckets - 1) % kBuckets}) {
       ASSERT_EQ(bucket_contents(table, b),
                 std::vector<std::uint32_t>(model[b].begin(), model[b].end()))
           << "step " << step << " bucket " << b;
+      ASSERT_EQ(table.free_slots(b), Table::kSlots - model[b].size())
+          << "step " << step << " bucket " << b;
+      ASSERT_EQ(table.has_empty(b), model[b].size() < Table::kSlots);
     }
   }
   EXPECT_EQ(table.count_occupied(), stored);
   table.clear();
   EXPECT_EQ(table.count_occupied(), 0u);
   EXPECT_FALSE(table.contains(0, 1));
+}
+
+TYPED_TEST(BucketTableTest, MatchesAMultisetModel) {
+  check_against_a_multiset_model<TypeParam>();
+}
+
+TYPED_TEST(AtomicBucketTableTest, MatchesAMultisetModel) {
+  check_against_a_multiset_model<TypeParam>();
 }
 
 TYPED_TEST(BucketTableTest, PayloadIsExactlyTheFingerprintBits) {

@@ -1,6 +1,6 @@
 // BasicCuckooFilter's by-bucket operations (fingerprint_at, insert_fingerprint,
-// erase_fingerprint) and its addressing parameter (a filter as one level of a nested family,
-// saved and loaded with that addressing).
+// restore_fingerprint, erase_fingerprint), which bucket an insert takes, and its addressing
+// parameter (a filter as one level of a nested family, saved and loaded with that addressing).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -58,6 +58,46 @@ TEST(FilterByBucket, WithoutMakingRoomAFullPairRefusesAndChangesNothing) {
   EXPECT_EQ(filter.insert_fingerprint(bucket, fp, false), ccf::Status::kFull);
   EXPECT_EQ(filter.size(), static_cast<std::size_t>(stored));
   EXPECT_EQ(filter.erase_fingerprint(bucket, 0x4321), ccf::Status::kNotFound);
+}
+
+// An insert goes to the emptier of its two buckets, the primary on a tie; restore_fingerprint
+// puts a fingerprint in the bucket named, as a file had it.
+template <class Filter>
+void expect_emptier_bucket_taken() {
+  Filter filter(4000);
+  const std::uint32_t fp = 0x0abc;
+  const ccf::detail::Addressing<16> addressing(filter.bucket_count());
+  std::uint64_t primary = 0;
+  while (addressing.alternate(primary, fp) == primary) ++primary;
+  const std::uint64_t alternate = addressing.alternate(primary, fp);
+  const auto copies_in = [&](std::uint64_t bucket) {
+    unsigned copies = 0;
+    for (unsigned slot = 0; slot < Filter::kSlots; ++slot) {
+      copies += filter.fingerprint_at(bucket, slot) == fp;
+    }
+    return copies;
+  };
+  // A tie (both empty): the primary.
+  ASSERT_EQ(filter.insert_fingerprint(primary, fp, false), ccf::Status::kOk);
+  EXPECT_EQ(copies_in(primary), 1u);
+  // The primary now has fewer free slots: the alternate, until the two are even again.
+  ASSERT_EQ(filter.insert_fingerprint(primary, fp, false), ccf::Status::kOk);
+  EXPECT_EQ(copies_in(alternate), 1u);
+  ASSERT_EQ(filter.insert_fingerprint(primary, fp, false), ccf::Status::kOk);
+  EXPECT_EQ(copies_in(primary), 2u);
+  // Restored where named, even into the fuller bucket.
+  ASSERT_EQ(filter.restore_fingerprint(primary, fp), ccf::Status::kOk);
+  EXPECT_EQ(copies_in(primary), 3u);
+  EXPECT_EQ(copies_in(alternate), 1u);
+  ASSERT_EQ(filter.restore_fingerprint(primary, fp), ccf::Status::kOk);
+  EXPECT_EQ(filter.restore_fingerprint(primary, fp), ccf::Status::kFull);  // 4 slots, all used
+  EXPECT_EQ(filter.size(), 5u);
+}
+
+TEST(FilterByBucket, InsertsTakeTheEmptierBucketAndRestoresTheNamedOne) {
+  expect_emptier_bucket_taken<ccf::CuckooFilter<ccf::PackedTable<16, 4>>>();
+  expect_emptier_bucket_taken<ccf::CuckooFilter<ccf::SemiSortedTable<16>>>();
+  expect_emptier_bucket_taken<ccf::StripedCuckooFilter<16, 4>>();
 }
 
 TEST(FilterByBucket, OutOfRangeArgumentsAreRefused) {

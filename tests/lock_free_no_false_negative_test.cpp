@@ -97,40 +97,41 @@ struct ScriptedLookup {
 };
 using HookedFilter = ccf::LockFreeCuckooFilter<8, ccf::lockfree::NoKcasStats, ScriptedLookup>;
 
-// Keys of one table of 16 buckets (one counter stripe) arranged for a copy shuffle: q, u and v
-// share a fingerprint and the bucket pair {A, B}; q and v start at A, u at B. Fillers have
-// other fingerprints and start at A or B.
+// Keys of one table of 16 buckets (one counter stripe) arranged for a copy shuffle: q and u
+// share a fingerprint and the bucket pair {A, B}, q with A as its primary, u with B. Fillers
+// have other fingerprints and both buckets at A, or both at B, so they land there whichever
+// bucket an insert prefers.
 struct Shuffle {
   static constexpr std::size_t kCapacity = 60;  // 16 buckets at the default sizing load
-  std::uint64_t q = 0, u = 0, v = 0;
+  std::uint64_t q = 0, u = 0;
   std::vector<std::uint64_t> fill_a, fill_b;
 
   Shuffle() {
     const ccf::detail::Addressing<8> addressing(16);
     struct Placed {
-      std::uint64_t key, primary;
+      std::uint64_t key, primary, alternate;
       std::uint32_t fp;
     };
     const auto place = [&](std::uint64_t key) {
       const std::uint64_t h = ccf::hash_key(key);
-      return Placed{key, addressing.index(h), addressing.fingerprint(h)};
+      const std::uint64_t primary = addressing.index(h);
+      const std::uint32_t fp = addressing.fingerprint(h);
+      return Placed{key, primary, addressing.alternate(primary, fp), fp};
     };
     Placed first{};
     for (std::uint64_t key = 1;; ++key) {
       first = place(key);
-      if (addressing.alternate(first.primary, first.fp) != first.primary) break;
+      if (first.alternate != first.primary) break;
     }
     q = first.key;
-    const std::uint64_t a = first.primary, b = addressing.alternate(a, first.fp);
-    for (std::uint64_t key = q + 1; u == 0 || v == 0 || fill_a.size() < 4 || fill_b.size() < 3;
-         ++key) {
+    const std::uint64_t a = first.primary, b = first.alternate;
+    for (std::uint64_t key = q + 1; u == 0 || fill_a.size() < 4 || fill_b.size() < 3; ++key) {
       const Placed p = place(key);
       if (p.fp == first.fp) {
         if (p.primary == b && u == 0) u = key;
-        if (p.primary == a && v == 0) v = key;
-      } else if (p.primary == a && fill_a.size() < 4) {
+      } else if (p.primary == a && p.alternate == a && fill_a.size() < 4) {
         fill_a.push_back(key);
-      } else if (p.primary == b && fill_b.size() < 3) {
+      } else if (p.primary == b && p.alternate == b && fill_b.size() < 3) {
         fill_b.push_back(key);
       }
     }

@@ -20,7 +20,7 @@
 //                                           removes it through remove(table, bucket, fp)
 //                                           where the policy has one (else the table's
 //                                           try_erase)
-//   insert   update(at, plan, apply)        plan: the bucket with room; if none:
+//   insert   update(at, plan, apply)        plan: the emptier bucket; if neither has room:
 //            find a path without synchronization, then move(table, path, fp); a move that
 //            finds the path changed restarts the insert
 //
@@ -74,7 +74,7 @@
 // Operations are O(1) expected. Batched lookups and inserts (contains_many, insert_many) hash
 // ahead and prefetch both buckets of upcoming keys, overlapping the cache misses that dominate
 // the cost of probing a large table; insert_many also runs the path searches of the inserts
-// that find both buckets full in groups, a level of all of them in flight at once
+// that find both buckets full in groups, a round of all of them in flight at once
 // (detail/key_api.hpp).
 #pragma once
 
@@ -276,12 +276,16 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
   Status insert_fingerprint(std::uint64_t bucket, std::uint32_t fp, bool make_room = true) {
     check_fingerprint_place(bucket, 0, fp);
     const Location at{bucket, addressing_.alternate(bucket, fp), fp};
+    return policy_.template operation<sync::Access::kWrite>(
+        [&] { return make_room ? insert_at(at) : store_in_free_slot(at); });
+  }
+  // Stores `fp` in a free slot of `bucket` itself, not of its alternate: where a file's table
+  // had it (a table rebuilt slot by slot then holds exactly the file's buckets). kFull if the
+  // bucket has no free slot.
+  Status restore_fingerprint(std::uint64_t bucket, std::uint32_t fp) {
+    check_fingerprint_place(bucket, 0, fp);
     return policy_.template operation<sync::Access::kWrite>([&] {
-      if (make_room) return insert_at(at);
-      if constexpr (kExclusive) {
-        if (overflow_.victim.used) return Status::kFull;
-      }
-      return store_in_either(at) ? Status::kOk : Status::kFull;
+      return store_in_free_slot({bucket, bucket, fp});
     });
   }
   // Removes one copy of `fp` from the pair {bucket, its alternate}, as erase does.
@@ -551,16 +555,30 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
     }
   }
 
-  // Stores at.fp in whichever of its buckets has room; false if neither has. (Under a lock
-  // the plan holds and its bucket takes the fingerprint; a lock-free plan may be stale, so a
-  // primary that filled up since is followed by the alternate.)
+  Status store_in_free_slot(const Location& at) {
+    if constexpr (kExclusive) {
+      if (overflow_.victim.used) return Status::kFull;
+    }
+    return store_in_either(at) ? Status::kOk : Status::kFull;
+  }
+
+  // Stores at.fp in the emptier of its buckets (the primary on a tie); false if neither has
+  // room. The emptier bucket, not the first with room: two choices keep the buckets' loads
+  // even (Azar et al., "Balanced allocations", 1994), so near full far more of the buckets a
+  // path search reaches still have a free slot, and it ends sooner (docs/design.md, "Inserts").
+  // Under a lock the plan holds and its bucket takes the fingerprint; a lock-free plan may be
+  // stale, so a planned bucket that filled up since is followed by the other.
   bool store_in_either(const Location& at) {
     return policy_.update(
-        at, [&] { return table_.has_empty(at.primary) ? at.primary : at.alternate; },
+        at,
+        [&] {
+          return table_.free_slots(at.primary) >= table_.free_slots(at.alternate) ? at.primary
+                                                                                  : at.alternate;
+        },
         [&](std::uint64_t bucket) {
           if (!table_.try_insert(bucket, at.fp)) {
-            if (bucket == at.alternate || !table_.try_insert(at.alternate, at.fp)) return false;
-            bucket = at.alternate;
+            bucket = bucket == at.primary ? at.alternate : at.primary;
+            if (!table_.try_insert(bucket, at.fp)) return false;
           }
           policy_.count(bucket, +1);
           return true;

@@ -83,6 +83,11 @@ class PackedTable {
 
   // Empty slots hold fingerprint 0.
   bool has_empty(std::size_t bucket) const noexcept { return contains(bucket, 0); }
+  unsigned free_slots(std::size_t bucket) const noexcept {
+    unsigned free = 0;
+    for (unsigned g = 0; g < kGroups; ++g) free += Lanes::count_zero_lanes(group(bucket, g));
+    return free;
+  }
 
   bool try_insert(std::size_t bucket, std::uint32_t fp) noexcept {
     for (unsigned g = 0; g < kGroups; ++g) {

@@ -147,16 +147,14 @@ class SemiSortedTable {
   // Without assembling the fingerprints (see the header): slot k holds fp exactly when lane k of
   // (highs ^ fp's high part) | (nibbles ^ fp's nibble) is zero.
   bool contains(std::size_t bucket, std::uint32_t fp) const noexcept {
-    const std::uint64_t bits = load_unmasked(bucket);  // the highs end at bit 4F - 5: above, junk
-    const std::uint64_t nibbles = detail::kNibbleSpreadTable<kHighBits>[bits & kCodeMask];
-    const std::uint64_t highs = bits >> detail::NibbleCodec::kCodeBits;
-    const std::uint64_t differ =
-        (highs ^ HighLanes::kLow * (fp >> 4)) | (nibbles ^ HighLanes::kLow * (fp & 0xf));
-    return HighLanes::zero_lanes(differ) != 0;  // reads only the four lanes' top bits
+    return HighLanes::zero_lanes(differences(bucket, fp)) != 0;
   }
 
   // Empty slots hold fingerprint 0.
   bool has_empty(std::size_t bucket) const noexcept { return contains(bucket, 0); }
+  unsigned free_slots(std::size_t bucket) const noexcept {
+    return HighLanes::count_zero_lanes(differences(bucket, 0));
+  }
 
   bool try_insert(std::size_t bucket, std::uint32_t fp) noexcept {
     return replace_first(bucket, 0, fp);
@@ -269,6 +267,14 @@ class SemiSortedTable {
 
   std::uint64_t load(std::size_t bucket) const noexcept {
     return load_unmasked(bucket) & kBucketMask;
+  }
+  // Lane k (of HighLanes) is zero exactly when slot k holds fp; the bits above the four lanes
+  // are junk, which the lane tricks never read.
+  std::uint64_t differences(std::size_t bucket, std::uint32_t fp) const noexcept {
+    const std::uint64_t bits = load_unmasked(bucket);  // the highs end at bit 4F - 5: above, junk
+    const std::uint64_t nibbles = detail::kNibbleSpreadTable<kHighBits>[bits & kCodeMask];
+    const std::uint64_t highs = bits >> detail::NibbleCodec::kCodeBits;
+    return (highs ^ HighLanes::kLow * (fp >> 4)) | (nibbles ^ HighLanes::kLow * (fp & 0xf));
   }
   // The bucket in bits [0, kBucketBits), the next bucket's first bits above.
   std::uint64_t load_unmasked(std::size_t bucket) const noexcept {

@@ -107,6 +107,9 @@ class AtomicPackedTable {
     return holds(load(bucket), fp);
   }
   bool has_empty(std::size_t bucket) const noexcept { return contains(bucket, 0); }
+  unsigned free_slots(std::size_t bucket) const noexcept {
+    return Lanes::count_zero_lanes(load(bucket));
+  }
   std::uint32_t read(std::size_t bucket, unsigned slot) const noexcept {
     return Lanes::get(load(bucket), slot);
   }

@@ -30,6 +30,13 @@ struct BitLanes {
   static constexpr std::uint64_t zero_lanes(std::uint64_t word) noexcept {
     return (word - kLow) & ~word & kHigh;
   }
+  // How many lanes are zero, exactly: each lane's low bits are summed inside the lane (the sum
+  // of two (Width - 1)-bit values cannot carry out of it), so no lane affects another.
+  static constexpr unsigned count_zero_lanes(std::uint64_t word) noexcept {
+    constexpr std::uint64_t kBelowHigh = kHigh - kLow;  // every lane's bits but its highest
+    const std::uint64_t nonzero = (((word & kBelowHigh) + kBelowHigh) | word) & kHigh;
+    return static_cast<unsigned>(std::popcount(nonzero ^ kHigh));
+  }
   static constexpr std::uint64_t lanes_equal(std::uint64_t word, std::uint64_t value) noexcept {
     return zero_lanes(word ^ (value * kLow));
   }

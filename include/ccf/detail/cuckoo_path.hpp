@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -111,12 +112,12 @@ std::array<std::uint32_t, Table::kSlots> bucket_fingerprints(const Table& table,
 // expanded and prefetches their children, scan() looks for room among the children not yet
 // scanned. find_cuckoo_path alternates the two, a few parents at a time, so a deep level's
 // children are prefetched in small rounds and a search that finds room early stops early;
-// find_cuckoo_paths_together runs several searches in lockstep, a whole level each, so that
-// the children of all of them are in flight at once (one memory latency per level for the
-// whole group instead of one per level per search). Either way the path found is the first
-// child with room in breadth-first order: the shortest. Nodes live in the object (MaxDepth 5,
-// b = 4: 2,730 nodes, 87 KiB): a search that may go deep belongs on one thread's stack once,
-// a group of shallow ones (MaxDepth 2: 42 nodes) is small.
+// find_cuckoo_paths_together runs several searches in lockstep rounds, each expanding a share
+// of the round's parents, so that the children of all of them are in flight at once (one memory
+// latency per round for the whole group instead of one per round per search). Either way the
+// path found is the first child with room in breadth-first order: the shortest. Nodes live in the
+// object (MaxDepth 5, b = 4: 2,730 nodes, 87 KiB): a search that may go deep belongs on one
+// thread's stack once, a group of shallow ones (MaxDepth 2: 42 nodes) is small.
 template <class Table, class Addressing, unsigned MaxDepth>
 class CuckooPathSearch {
  public:
@@ -244,8 +245,10 @@ class CuckooPathSearch {
   std::array<Node, Limits::kMaxNodes> nodes_;
 };
 
-// Parents expanded per round of a single search: their children (up to 8b) are one round of
-// misses in flight; near full, a deep level usually has room among its first few dozen.
+// Parents expanded per round, by a single search or shared by a group's: their children (up
+// to 8b) are one round of misses in flight, about what a core's miss buffers hold. Near full a
+// level usually has room among its first few dozen buckets, so a whole level at once (32
+// buckets at depth 2, b = 4) mostly fetches buckets that are never needed.
 inline constexpr std::size_t kParentsPerRound = 8;
 
 // Returns true and fills `path` if some bucket within MaxDepth displacements of i1 or i2 has
@@ -260,23 +263,29 @@ bool find_cuckoo_path(const Table& table, const Addressing& addressing, std::uin
   return false;
 }
 
-// Runs searches[i] (each start()ed) in lockstep, a level at a time: every search expands (so
-// the children of all are in flight together), then every search still going scans. found[i]
-// says whether paths[i] holds searches[i]'s shortest path.
+// Runs searches[i] (each start()ed; at most 64) in lockstep rounds: every search still going
+// expands its share of kParentsPerRound parents (at least one), so that the children of all
+// are in flight together, then each scans them. found[i] says whether paths[i] holds
+// searches[i]'s shortest path. A search's share grows as the others finish: a round keeps
+// about as many misses in flight whether 8 searches are going or 1.
 template <class Search, class Path>
 void find_cuckoo_paths_together(std::span<Search> searches, std::span<Path> paths,
                                 std::span<bool> found) {
+  assert(searches.size() <= 64);
   std::fill(found.begin(), found.begin() + searches.size(), false);
-  std::size_t going = searches.size();
-  for (unsigned depth = 1; depth <= Search::kMaxDepth && going > 0; ++depth) {
-    for (std::size_t i = 0; i < searches.size(); ++i) {
-      if (!found[i]) searches[i].expand();
+  std::uint64_t going =
+      searches.size() == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << searches.size()) - 1;
+  const auto for_each_going = [&](auto&& step) {
+    for (std::uint64_t left = going; left != 0; left &= left - 1) {
+      const auto i = static_cast<std::size_t>(std::countr_zero(left));
+      if (step(i)) going &= ~(std::uint64_t{1} << i);  // done: found, or nothing left
     }
-    for (std::size_t i = 0; i < searches.size(); ++i) {
-      if (found[i] || !searches[i].scan(paths[i])) continue;
-      found[i] = true;
-      --going;
-    }
+  };
+  while (going != 0) {
+    const std::size_t share =
+        std::max<std::size_t>(1, kParentsPerRound / static_cast<std::size_t>(std::popcount(going)));
+    for_each_going([&](std::size_t i) { return !searches[i].expand(share); });
+    for_each_going([&](std::size_t i) { return found[i] = searches[i].scan(paths[i]); });
   }
 }
 

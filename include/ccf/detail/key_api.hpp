@@ -99,9 +99,9 @@ class KeyApi {
   // the batch is not atomic.
   //
   // The inserts that find both buckets full wait in a group of kGroup, whose path searches run
-  // together: a level of every search is in flight at once (find_cuckoo_paths_together), so
-  // near full a batch pays about one memory latency per level for the whole group instead of
-  // one per level per insert. The waiting inserts then complete in key order, each along its
+  // together: a round of every search is in flight at once (find_cuckoo_paths_together), so
+  // near full a batch pays about one memory latency per round for the whole group instead of
+  // one per round per insert. The waiting inserts then complete in key order, each along its
   // path, or through the filter's full insert where the group search found none within
   // kGroupSearchDepth or the path changed meanwhile. Keys therefore land out of order: when
   // one fails, the keys after it that were already stored are erased again (a concurrent reader
@@ -120,8 +120,8 @@ class KeyApi {
   }
 
  private:
-  // Waiting inserts per group: their first levels are 8 x 2b buckets in flight (64 at b = 4),
-  // about what a core's miss buffers hold.
+  // Waiting inserts per group: enough searches that a round, one parent of each (8b buckets,
+  // 32 at b = 4), keeps about as many misses in flight as a core's miss buffers hold.
   static constexpr std::size_t kGroup = 8;
 
   // Stores keys until one fails; returns its index (keys.size() if none did), with exactly the

@@ -126,6 +126,7 @@ class KcasTable {
     return fps;
   }
   bool has_empty(std::uint64_t bucket) const { return Lanes::zero_lanes(bits(bucket)) != 0; }
+  unsigned free_slots(std::uint64_t bucket) const { return Lanes::count_zero_lanes(bits(bucket)); }
   [[gnu::always_inline]] bool contains(std::uint64_t bucket, std::uint32_t fp) const {
     const bool found = Lanes::lanes_equal(bits(bucket), fp) != 0;
     lookup_hook(*kcas_, LookupHookPoint::kAfterBucket);

@@ -150,7 +150,7 @@ class LockFreeCuckooFilter
     const Table& table = Steps::table(grown_level(k));
     std::size_t occupied = 0;
     for (std::uint64_t bucket = 0; bucket < table.bucket_count(); ++bucket) {
-      occupied += kSlots - std::popcount(Table::Lanes::zero_lanes(table.bits(bucket)));
+      occupied += kSlots - table.free_slots(bucket);
     }
     return occupied;
   }
@@ -215,8 +215,9 @@ class LockFreeCuckooFilter
     for (std::uint64_t bucket = 0; bucket < h.buckets; ++bucket) {
       for (unsigned slot = 0; slot < kSlots; ++slot) {
         // The bucket holds no more than the file's: each finds room in it.
-        if (const std::uint32_t fp = staging.read(bucket, slot)) {
-          level.insert_fingerprint(bucket, fp, /*make_room=*/false);
+        const std::uint32_t fp = staging.read(bucket, slot);
+        if (fp != 0 && level.restore_fingerprint(bucket, fp) != Status::kOk) {
+          throw std::logic_error("a loaded bucket has fewer slots than the file's");
         }
       }
     }
