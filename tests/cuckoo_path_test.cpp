@@ -40,7 +40,7 @@ unsigned shortest_depth(const Table& table, const Addressing& addressing, std::u
   return 0;
 }
 
-// The same searches run in lockstep (find_cuckoo_paths_together, whole levels at a time) find
+// The same searches run in lockstep (find_cuckoo_paths_together, in rounds of shared parents) find
 // exactly the paths find_cuckoo_path finds alone (a few parents at a time): the pair `roots`
 // and three random pairs of full buckets, all in one group.
 template <class Table, class Addressing>

@@ -281,7 +281,7 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
   }
   // Stores `fp` in a free slot of `bucket` itself, not of its alternate: where a file's table
   // had it (a table rebuilt slot by slot then holds exactly the file's buckets). kFull if the
-  // bucket has no free slot.
+  // bucket has no free slot, or (as for any insert) while a victim is parked.
   Status restore_fingerprint(std::uint64_t bucket, std::uint32_t fp) {
     check_fingerprint_place(bucket, 0, fp);
     return policy_.template operation<sync::Access::kWrite>([&] {
@@ -565,7 +565,8 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
   // Stores at.fp in the emptier of its buckets (the primary on a tie); false if neither has
   // room. The emptier bucket, not the first with room: two choices keep the buckets' loads
   // even (Azar et al., "Balanced allocations", 1994), so near full far more of the buckets a
-  // path search reaches still have a free slot, and it ends sooner (docs/design.md, "Inserts").
+  // path search reaches still have a free slot, and it ends sooner (docs/design.md, "Placement:
+  // the emptier bucket").
   // Under a lock the plan holds and its bucket takes the fingerprint; a lock-free plan may be
   // stale, so a planned bucket that filled up since is followed by the other.
   bool store_in_either(const Location& at) {

@@ -7,8 +7,8 @@
 //
 //   section          read-only prefix (plan)           verify (in tx)          complete (in tx)
 //   read (contains)  probe the two buckets             the probe again         report it
-//   update (insert,  which bucket has room / holds     plan() gives the same   store / clear
-//           erase)   the fingerprint
+//   update (insert,  the emptier bucket / the one      plan() gives the same   store / clear
+//           erase)   holding the fingerprint
 //   move (path)      (the core's lock-free search)     every step intact       move + store
 //
 // The table is AtomicPackedTable (the sequential filter's bits), so the unsynchronized prefix
