@@ -52,6 +52,9 @@
 //   static constexpr bool kPrefetchLookups (optional, default true): whether a single lookup
 //                               prefetches its buckets before read(); false where read() loads
 //                               them at once and the prefetch would only cost instructions
+//   prefetch_update(table, at) (optional)  how an insert or erase stages (default: as a
+//                               lookup, both buckets): what update(at, ...) will write, for
+//                               writing (detail/prefetch.hpp)
 //
 // Guarantees
 // - No false negatives: an item inserted (insert returned kOk) and not erased is always found,
@@ -446,6 +449,17 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
   [[gnu::always_inline]] Location stage_lookup(std::uint64_t hash) const noexcept {
     return detail::prefetch_both(table_, locate(hash));
   }
+  // Inserts and erases stage as the policy says, where it says (prefetch_update: the
+  // concurrent policies fetch what they will write for writing).
+  [[gnu::always_inline]] Location stage_update(std::uint64_t hash) const noexcept {
+    if constexpr (requires { policy_.prefetch_update(table_, Location{}); }) {
+      const Location at = locate(hash);
+      policy_.prefetch_update(table_, at);
+      return at;
+    } else {
+      return stage_lookup(hash);
+    }
+  }
   bool contains_hash(std::uint64_t hash) const {
     const Location at = kPrefetchLookups ? stage_lookup(hash) : locate(hash);
     return policy_.template operation<sync::Access::kRead>([&] { return lookup(at); });
@@ -469,11 +483,11 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
     return copies;
   }
   Status insert_hash(std::uint64_t hash) {
-    const Location at = stage_lookup(hash);
+    const Location at = stage_update(hash);
     return policy_.template operation<sync::Access::kWrite>([&] { return insert_at(at); });
   }
   Status erase_hash(std::uint64_t hash) {
-    const Location at = stage_lookup(hash);
+    const Location at = stage_update(hash);
     return policy_.template operation<sync::Access::kWrite>([&] { return erase_at(at); });
   }
   bool finish_lookup(const Location& at) const { return lookup(at); }
@@ -710,6 +724,11 @@ struct LevelSteps {
   template <class Level>  // located, both buckets prefetched
   [[gnu::always_inline]] static Location stage(const Level& level, std::uint64_t hash) noexcept {
     return level.stage_lookup(hash);
+  }
+  template <class Level>  // the same for an insert or erase
+  [[gnu::always_inline]] static Location stage_update(const Level& level,
+                                                      std::uint64_t hash) noexcept {
+    return level.stage_update(hash);
   }
   template <class Level>
   [[gnu::always_inline]] static bool contains(const Level& level, const Location& at) {

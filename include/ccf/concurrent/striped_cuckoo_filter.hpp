@@ -87,6 +87,17 @@ class StripedSync {
     }
   }
 
+  // How an insert or erase stages: its buckets (one of which it writes) and the stripes
+  // update() will lock, all fetched for writing, so that no lock or store waits for a line
+  // another core holds.
+  template <class Table>
+  [[gnu::always_inline]] void prefetch_update(const Table& table,
+                                              const detail::Location& at) const noexcept {
+    table.prefetch_for_write(at.primary);
+    table.prefetch_for_write(at.alternate);
+    stripes_.prefetch_for_lock(at.primary, at.alternate);
+  }
+
   template <class Plan, class Apply>
   auto update(const detail::Location& at, Plan&& plan, Apply&& apply) {
     const sync::SeqStripes::Guard guard(stripes_, at.primary, at.alternate);
@@ -101,6 +112,10 @@ class StripedSync {
   template <class Table, class Path>
   bool move(Table& table, const Path& path, std::uint32_t fp) {
     assert(path.length >= 2);  // find_cuckoo_path looks for room from depth 1 on: a step exists
+    // Every step's stripes at once: their misses overlap instead of coming one lock at a time.
+    for (unsigned step = 1; step < path.length; ++step) {
+      stripes_.prefetch_for_lock(path.steps[step - 1].bucket, path.steps[step].bucket);
+    }
     for (unsigned step = path.length - 1; step > 0; --step) {
       const detail::CuckooPathStep& from = path.steps[step - 1];
       const std::uint64_t to = path.steps[step].bucket;

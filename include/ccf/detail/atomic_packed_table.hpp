@@ -59,10 +59,12 @@ class AtomicPackedTable {
   // striped filter a quarter of its batched lookups (25 -> 33 M/s, one thread, 2^25 items).
   // Where both words share a line the second prefetch merges with the first.
   [[gnu::always_inline]] void prefetch(std::size_t bucket) const noexcept {
-    const std::size_t bit = bucket * kBucketBits;
-    detail::prefetch_line(base() + bit / 64);
-    if constexpr (64 % kBucketBits != 0)
-      detail::prefetch_line(base() + (bit + kBucketBits - 1) / 64);
+    prefetch_words<detail::prefetch_line>(bucket);
+  }
+  // The same for a bucket its caller may write next (an insert): fetched exclusive, so a store
+  // needs no second transfer of the line from another core (detail/prefetch.hpp).
+  [[gnu::always_inline]] void prefetch_for_write(std::size_t bucket) const noexcept {
+    prefetch_words<detail::prefetch_line_for_write>(bucket);
   }
 
   // The bucket's bits. Acquire pairs with a writer's release store() (see the header).
@@ -146,6 +148,14 @@ class AtomicPackedTable {
   }
 
  private:
+  // Fetches the word holding the bucket's first bit and, where it may differ, its last bit's.
+  template <void (*Fetch)(const void*) noexcept>
+  [[gnu::always_inline]] void prefetch_words(std::size_t bucket) const noexcept {
+    const std::size_t bit = bucket * kBucketBits;
+    Fetch(base() + bit / 64);
+    if constexpr (64 % kBucketBits != 0) Fetch(base() + (bit + kBucketBits - 1) / 64);
+  }
+
   using Lanes = detail::BitLanes<FpBits, Slots>;
   static constexpr std::size_t kTailSlack = 8;  // the word a straddling last bucket reaches
 

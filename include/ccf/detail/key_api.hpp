@@ -1,7 +1,8 @@
 // The key-level API that every cuckoo filter offers, written once (CRTP): 64-bit integer keys
 // and byte strings, hashed with the filter's seed (hash.hpp) and passed to the filter's
 // insert_hash / contains_hash / erase_hash; batched operations through its stage_lookup(hash)
-// (locate and prefetch; returns what the finishing step needs), finish_lookup(staged),
+// (locate and prefetch; returns what the finishing step needs), stage_update(hash) (the same for
+// an insert or erase: also prefetches what it will lock), finish_lookup(staged),
 // finish_insert(staged) and finish_erase(staged), and, for insert_many's overlapped path
 // searches, try_place(staged) (the insert without a path search), GroupSearch (a shallow
 // detail::CuckooPathSearch), start_search(staged, search) and finish_along(staged, path) (the
@@ -113,7 +114,7 @@ class KeyApi {
     for (std::size_t begin = 0;;) {
       const std::size_t failed = begin + insert_run(keys.subspan(begin));
       if (failed == keys.size()) return failed;
-      const auto staged = self().stage_lookup(hash_key(keys[failed], self().seed()));
+      const auto staged = self().stage_update(hash_key(keys[failed], self().seed()));
       if (self().finish_insert(staged) != Status::kOk) return failed;
       begin = failed + 1;
     }
@@ -128,7 +129,7 @@ class KeyApi {
   // keys before it stored.
   template <class Key>
   std::size_t insert_run(std::span<const Key> keys) {
-    using Staged = std::remove_cvref_t<decltype(self().stage_lookup(0))>;
+    using Staged = std::remove_cvref_t<decltype(self().stage_update(0))>;
     using Search = typename Filter::GroupSearch;
     using Path = CuckooPath<Filter::kSlots, kGroupSearchDepth>;
     struct Waiting {
@@ -162,7 +163,7 @@ class KeyApi {
     std::size_t visited = 0;
     detail::software_pipeline(
         keys.size(),
-        [&](std::size_t i) { return self().stage_lookup(hash_key(keys[i], self().seed())); },
+        [&](std::size_t i) { return self().stage_update(hash_key(keys[i], self().seed())); },
         [&](std::size_t i, const Staged& staged) {
           visited = i + 1;
           if (self().try_place(staged)) return true;
@@ -180,7 +181,7 @@ class KeyApi {
     };
     for (std::size_t i = failed + 1; i < visited; ++i) {
       if (!still_waiting(i)) {
-        self().finish_erase(self().stage_lookup(hash_key(keys[i], self().seed())));
+        self().finish_erase(self().stage_update(hash_key(keys[i], self().seed())));
       }
     }
     return failed;

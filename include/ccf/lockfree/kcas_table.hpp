@@ -114,6 +114,12 @@ class KcasTable {
     ccf::detail::prefetch_line(&words_[first.word]);
     ccf::detail::prefetch_line(&words_[last_word(first)]);
   }
+  // For an insert's buckets, one of which its K-CAS will write: fetched exclusive.
+  [[gnu::always_inline]] void prefetch_for_write(std::uint64_t bucket) const noexcept {
+    const SlotRef first = slot_ref(bucket, 0);
+    ccf::detail::prefetch_line_for_write(&words_[first.word]);
+    ccf::detail::prefetch_line_for_write(&words_[last_word(first)]);
+  }
 
   // ---- the table interface of the core and the path search ------------------------------
   std::uint32_t read(std::uint64_t bucket, unsigned slot) const {

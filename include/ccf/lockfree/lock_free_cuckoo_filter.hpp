@@ -317,8 +317,8 @@ class LockFreeCuckooFilter
     return false;
   }
 
-  // KeyApi's batched lookups and inserts: the newest level's buckets are prefetched; the
-  // older levels of a grown filter are probed when it misses.
+  // KeyApi's batched lookups and inserts: the newest level's buckets are prefetched (for
+  // writing, by an insert); the older levels of a grown filter are probed when it misses.
   struct StagedLookup {
     std::uint64_t hash;
     unsigned level;
@@ -327,6 +327,10 @@ class LockFreeCuckooFilter
   [[gnu::always_inline]] StagedLookup stage_lookup(std::uint64_t hash) const noexcept {
     const unsigned k = top();
     return {hash, k, Steps::stage(level(k), hash)};
+  }
+  [[gnu::always_inline]] StagedLookup stage_update(std::uint64_t hash) const noexcept {
+    const unsigned k = top();
+    return {hash, k, Steps::stage_update(level(k), hash)};
   }
   bool finish_lookup(const StagedLookup& s) const {
     return Steps::contains(level(s.level), s.at) || in_levels_below(s.level, s.hash);
@@ -337,7 +341,7 @@ class LockFreeCuckooFilter
   // (4): the newest level that holds the fingerprint gives up one copy.
   Status erase_hash(std::uint64_t hash) {
     for (unsigned k = top() + 1; k-- > 0;) {
-      if (Steps::erase(level(k), Steps::stage(level(k), hash)) == Status::kOk) {
+      if (Steps::erase(level(k), Steps::stage_update(level(k), hash)) == Status::kOk) {
         return Status::kOk;
       }
     }
@@ -349,13 +353,13 @@ class LockFreeCuckooFilter
 
   Status insert_hash(std::uint64_t hash) {
     const unsigned k = top();
-    return insert_from(k, hash, Steps::stage(level(k), hash));
+    return insert_from(k, hash, Steps::stage_update(level(k), hash));
   }
 
   // KeyApi's batched inserts: a filter that grew since staging locates the key again.
   Status finish_insert(const StagedLookup& s) {
     const unsigned k = top();
-    return insert_from(k, s.hash, k == s.level ? s.at : Steps::stage(level(k), s.hash));
+    return insert_from(k, s.hash, k == s.level ? s.at : Steps::stage_update(level(k), s.hash));
   }
 
   // insert_many's overlapped path searches (detail/key_api.hpp), in the newest level.
@@ -389,7 +393,7 @@ class LockFreeCuckooFilter
   [[gnu::noinline]] Status insert_after_full(unsigned k, std::uint64_t hash) {
     if (!grow_ || !grow_past(k)) return Status::kFull;
     const unsigned next = top();
-    return insert_from(next, hash, Steps::stage(level(next), hash));
+    return insert_from(next, hash, Steps::stage_update(level(next), hash));
   }
 
   // ---- growth --------------------------------------------------------------------------

@@ -109,6 +109,14 @@ class LockFreeSync {
     }
   }
 
+  // An insert or erase writes one of its buckets through a K-CAS: both fetched for writing.
+  template <class Table>
+  [[gnu::always_inline]] void prefetch_update(const Table& table,
+                                              const ccf::detail::Location& at) const noexcept {
+    table.prefetch_for_write(at.primary);
+    table.prefetch_for_write(at.alternate);
+  }
+
   // An insert's store (apply returns bool) needs no proof of "no room": the core searches a path
   // next, which reads the buckets again. An erase's "nothing to remove" (a Status other than
   // kOk) does: it counts only when neither counter moved, as a lookup's miss.

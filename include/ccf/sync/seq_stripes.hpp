@@ -17,6 +17,9 @@
 //   Guard(a[, b[, c]])  locks the stripes of up to three buckets, in address order (no deadlock
 //                       between guards), each once.
 //   AllGuard            every stripe, in order (a resize).
+//   prefetch_for_lock(a, b)  fetch the stripe lines of buckets a and b for writing, ahead of a
+//                       Guard: a batch stages it with the buckets, so that the lock's miss
+//                       overlaps theirs and those of the keys ahead instead of coming after.
 //   waiting             a writer waits for a stripe, and a reader for a writer to leave one,
 //                       through SpinWait: pauses, then yields (a holder may be preempted).
 //
@@ -44,6 +47,7 @@
 #include <memory>
 #include <utility>
 
+#include "ccf/detail/prefetch.hpp"
 #include "ccf/sync/spin_wait.hpp"
 
 namespace ccf::sync {
@@ -83,6 +87,11 @@ class SeqStripes {
       }
       wait.wait();
     }
+  }
+
+  void prefetch_for_lock(std::uint64_t a, std::uint64_t b) const noexcept {
+    ccf::detail::prefetch_line_for_write(&stripe_of(a));
+    ccf::detail::prefetch_line_for_write(&stripe_of(b));
   }
 
   // Holds the stripes of one, two or three buckets for its lifetime.
