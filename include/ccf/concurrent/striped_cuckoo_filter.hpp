@@ -25,6 +25,9 @@
 //             validation restarts the insert. No path: kFull, and nothing was changed (moves
 //             already made are ordinary cuckoo moves).
 //   erase     lock both stripes, clear one copy.
+//   staging   an insert or erase (and a batch's, 8 keys ahead) fetches both buckets and both
+//             stripe lines for writing (prefetch_update; PREFETCHW, detail/prefetch.hpp): at
+//             2 threads the lock and the store otherwise wait for lines the other core wrote.
 //
 // Why lookups see no false negatives while items move: an item's fingerprint only ever moves
 // between ITS two buckets i1, i2, under the locks of both their stripes, and a lookup validates
