@@ -45,6 +45,7 @@
 #include "ccf/detail/addressing.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
 #include "ccf/detail/page_buffer.hpp"
+#include "ccf/detail/prefetch.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/lockfree/kcas.hpp"
 #include "ccf/lockfree/kcas_table.hpp"
@@ -164,6 +165,14 @@ class LockFreeSync {
   template <class Table, class Path>
   bool move(Table& table, const Path& path, std::uint32_t fp) {
     assert(path.length >= 2);  // find_cuckoo_path looks for room from depth 1 on: a step exists
+    // Every word the steps' K-CAS will write, fetched for writing at once: their misses overlap
+    // instead of coming one step at a time. A step raises its source bucket's stripe counter.
+    for (unsigned step = 0; step < path.length; ++step) {
+      table.prefetch_for_write(path.steps[step].bucket);
+      if (step + 1 < path.length) {
+        ccf::detail::prefetch_line_for_write(&stripe_of(path.steps[step].bucket));
+      }
+    }
     for (unsigned step = path.length - 1; step > 0; --step) {
       const std::uint32_t refill = step == 1 ? fp : 0;
       if (!move_one(table, path.steps[step - 1], path.steps[step].bucket, refill)) {
