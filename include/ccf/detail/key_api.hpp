@@ -2,7 +2,7 @@
 // and byte strings, hashed with the filter's seed (hash.hpp) and passed to the filter's
 // insert_hash / contains_hash / erase_hash; batched operations through its stage_lookup(hash)
 // (locate and prefetch; returns what the finishing step needs), stage_update(hash) (the same for
-// an insert or erase: also prefetches what it will lock), finish_lookup(staged),
+// an insert or erase, whose lines a concurrent filter fetches for writing), finish_lookup(staged),
 // finish_insert(staged) and finish_erase(staged), and, for insert_many's overlapped path
 // searches, try_place(staged) (the insert without a path search), GroupSearch (a shallow
 // detail::CuckooPathSearch), start_search(staged, search) and finish_along(staged, path) (the
