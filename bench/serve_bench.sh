@@ -61,9 +61,10 @@ declare -a add_ratio exists_ratio
 for round in $(seq "$rounds"); do
   # Every round starts from empty servers. CF.ADD adds a copy of an item already present (as
   # RedisBloom's does), and an item added more than 2 x BUCKETSIZE times fills its bucket pair:
-  # the filter grows by a sub-filter, which later adds fill. 2M random adds of 10M keys bring
-  # a few items to 5 copies, so a round may end with 1-3 sub-filters; rounds of adds on one
-  # filter would keep adding sub-filters, each searched by every negative CF.EXISTS.
+  # the filter grows by a sub-filter, which later adds fill (a copy that finds its pair full
+  # there takes a free slot of the older one's). 2M random adds of 10M keys bring a few items
+  # to 5 copies, so a round ends with 1 or 2 sub-filters; rounds of adds on one filter would
+  # keep adding sub-filters, each searched by every negative CF.EXISTS.
   redis-cli -p "$ccf_port" FLUSHALL >/dev/null
   redis-cli -p "$ccf_port" CF.RESERVE f 20000000 >/dev/null
   redis-cli -p "$redis_port" FLUSHALL >/dev/null

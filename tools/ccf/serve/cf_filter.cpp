@@ -41,8 +41,14 @@ template <unsigned Slots>
 class SubOf final : public CfFilter::Sub {
  public:
   explicit SubOf(const Nested& addressing)
-      : owned_(std::make_unique<Filter>(addressing, kSubOptions)), filter_(*owned_) {}
+      : owned_(std::make_unique<Filter>(addressing, kSubOptions)),
+        filter_(*owned_),
+        addressing_(addressing) {}
   bool insert(std::string_view item) override { return filter_.insert(item) == Status::kOk; }
+  bool insert_in_free_slot(std::string_view item) override {
+    const detail::Location at = detail::locate(addressing_, hash_key(item, kSubOptions.seed));
+    return filter_.insert_fingerprint(at.primary, at.fp, /*make_room=*/false) == Status::kOk;
+  }
   bool contains(std::string_view item) const override { return filter_.contains(item); }
   void contains_many(std::span<const std::string_view> items, std::span<bool> out) const override {
     filter_.contains_many(items, out);
@@ -88,17 +94,19 @@ class SubOf final : public CfFilter::Sub {
     if (loaded->seed() != kSubOptions.seed || in.peek() != std::char_traits<char>::eof()) {
       return nullptr;
     }
-    return std::unique_ptr<CfFilter::Sub>(new SubOf(std::move(loaded)));
+    return std::unique_ptr<CfFilter::Sub>(new SubOf(std::move(loaded), addressing));
   }
 
  private:
   using Filter =
       BasicCuckooFilter<AtomicPackedTable<16, Slots>, StripedSync<ReadMode::kOptimistic>, Nested>;
-  explicit SubOf(std::unique_ptr<Filter> filter) : owned_(std::move(filter)), filter_(*owned_) {}
+  SubOf(std::unique_ptr<Filter> filter, const Nested& addressing)
+      : owned_(std::move(filter)), filter_(*owned_), addressing_(addressing) {}
 
   // A sub-filter made here owns its filter inline; a loaded one owns what load() returned.
   std::unique_ptr<Filter> owned_;
   Filter& filter_;
+  Nested addressing_;  // the filter's: where an item's pair lies (insert_in_free_slot)
 };
 
 // Throws std::bad_alloc, or std::invalid_argument for a level beyond the addressing's.
@@ -210,7 +218,7 @@ void CfFilter::drop_stale_dump() {
 AddResult CfFilter::add_unchecked(std::string_view item) {
   for (;;) {
     const unsigned seen = filters();
-    if (sub(seen - 1).insert(item)) {  // (2) the newest
+    if (sub(seen - 1).insert(item) || in_older_free_slot(item, seen)) {  // (2)
       items_.fetch_add(1);
       return AddResult::kAdded;
     }
@@ -218,6 +226,13 @@ AddResult CfFilter::add_unchecked(std::string_view item) {
     if (seen >= kMaxFilters) return AddResult::kMaxExpansions;
     if (!grow(seen)) return AddResult::kNoMemory;
   }
+}
+
+bool CfFilter::in_older_free_slot(std::string_view item, unsigned seen) {
+  for (unsigned k = seen - 1; k-- > 0;) {
+    if (sub(k).insert_in_free_slot(item)) return true;
+  }
+  return false;
 }
 
 bool CfFilter::grow(unsigned seen) {

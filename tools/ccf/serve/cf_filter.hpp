@@ -1,6 +1,6 @@
 // CfFilter: the filter behind one key of `ccf serve`, with RedisBloom's CF.* model
-// (docs/server.md): a chain of sub-filters that grows when the newest is full, with a bucket
-// size, an expansion rate and a cap on the number of sub-filters chosen at CF.RESERVE.
+// (docs/server.md): a chain of sub-filters that grows when none has room for an item, with a
+// bucket size, an expansion rate and a cap on the number of sub-filters chosen at CF.RESERVE.
 //
 //   sub-filter 0    sub-filter 1      ...   sub-filter n-1 (newest)
 //   +-----------+   +-------------+         +------------------+
@@ -23,8 +23,12 @@
 //   (1) Sub-filters are only ever added or replaced (CF.LOADCHUNK), never freed while the
 //       CfFilter lives; a sub-filter's pointer and then `filters_` are published with release
 //       after it is built, and read with acquire.
-//   (2) Inserts go to the newest sub-filter; deletes take a copy from the newest sub-filter
-//       that has one; lookups scan newest to oldest. Copies never move between sub-filters.
+//   (2) Inserts go to the newest sub-filter (a free slot of the item's pair, else a path
+//       search); only when it has no room, to a free slot of the pair in an older one, newest
+//       first, and only when none has one does the filter grow. Deletes take a copy from the
+//       newest sub-filter that has one; lookups scan newest to oldest. Copies never move
+//       between sub-filters. (Where in the chain a copy lies does not matter to the delete
+//       argument above, nor to lookups, which scan every sub-filter.)
 //   (3) A lookup could still miss a present item when, during its scan, a delete removes the
 //       copy ahead of it while an insert adds one behind it. So every delete raises its
 //       fingerprint stripe's counter in `removals_` BEFORE it removes anything, and a scan that
@@ -103,7 +107,7 @@ class CfFilter {
   // Adds items in order through the library's batch pipeline (insert_many: the buckets of the
   // items ahead are prefetched while one is placed) and stops at the first that does not fit
   // in the newest sub-filter. Returns how many leading items were added; the caller adds the
-  // rest one by one (add(), which grows the filter). CF.INSERT.
+  // rest one by one (add(): an older sub-filter's free slot, or growth). CF.INSERT.
   std::size_t add_many(std::span<const std::string_view> items);
   bool contains(std::string_view item) const;
   // out[i] = contains(items[i]), pipelined as add_many (CF.MEXISTS). out.size() >= items.size().
@@ -174,6 +178,8 @@ class CfFilter {
    public:
     virtual ~Sub() = default;
     virtual bool insert(std::string_view item) = 0;  // false: full
+    // Only into a free slot of the item's bucket pair, with no path search; false: none free.
+    virtual bool insert_in_free_slot(std::string_view item) = 0;
     virtual bool contains(std::string_view item) const = 0;
     virtual void contains_many(std::span<const std::string_view> items,
                                std::span<bool> out) const = 0;
@@ -198,6 +204,9 @@ class CfFilter {
   // Makes `made` sub-filter k (replacing one, whose memory stays: a lookup may be reading it).
   void install(unsigned k, std::unique_ptr<Sub> made);
   AddResult add_unchecked(std::string_view item);
+  // Stores item in a free slot of its pair in one of the `seen` sub-filters older than the
+  // newest, newest first (2); false if none has one.
+  bool in_older_free_slot(std::string_view item, unsigned seen);
   bool erase_locked(std::string_view item);
   void compact_locked(bool all);
   // Frees a CF.SCANDUMP dump that the last write made stale (not under writers_: dump() takes

@@ -192,6 +192,32 @@ TEST(CfFilter, GrowsByItsExpansionUntilTheAddressingEnds) {
   for (std::uint64_t j = 0; j + 1 < i; ++j) ASSERT_TRUE(filter.contains(item(j))) << j;
 }
 
+// The contract's insert (CF-COMMANDS.md, "Insert"): a filter grows only when no sub-filter has
+// a free slot in the item's pair. Copies of one item fill its pair (2 buckets of 2 slots) in the
+// newest sub-filter and then in the older one before a third sub-filter is made.
+TEST(CfFilter, GrowsOnlyWhenNoSubFilterHasAFreeSlotForTheItem) {
+  CfFilter filter(params(1024, 2, 1));
+  for (int copy = 1; copy <= 4; ++copy) ASSERT_EQ(filter.add("x", false), AddResult::kAdded);
+  ASSERT_EQ(filter.info().filters, 1u);
+  ASSERT_EQ(filter.add("x", false), AddResult::kAdded);  // x's pair is full: a second sub-filter
+  ASSERT_EQ(filter.info().filters, 2u);
+  // y: four copies in the newest sub-filter, then four in the older one, then growth.
+  for (int copy = 1; copy <= 8; ++copy) {
+    ASSERT_EQ(filter.add("y", false), AddResult::kAdded) << copy;
+    ASSERT_EQ(filter.info().filters, 2u) << "grew at y's copy " << copy;
+  }
+  ASSERT_EQ(filter.add("y", false), AddResult::kAdded);
+  EXPECT_EQ(filter.info().filters, 3u);
+  EXPECT_EQ(filter.count("x"), 5u);
+  EXPECT_EQ(filter.count("y"), 9u);
+  // Deletes take the newest copies first; every copy stays countable until its own delete.
+  for (std::uint64_t left = 9; left-- > 0;) {
+    ASSERT_TRUE(filter.erase("y"));
+    ASSERT_EQ(filter.count("y"), left);
+  }
+  EXPECT_TRUE(filter.contains("x"));
+}
+
 TEST(CfFilter, WithoutExpansionAFullFilterSaysFullAndKeepsItsItems) {
   CfFilter filter(params(512, 1, 0));
   EXPECT_EQ(filter.add("x", false), AddResult::kAdded);
