@@ -1,15 +1,18 @@
 // Model-based tests of the bucket tables: random inserts, erases and exchanges on a small
 // table, checked after every step against a per-bucket multiset (contents and free slots) --
 // including that writes never disturb neighbouring buckets (the packed layouts share bytes across
-// bucket boundaries).
+// bucket boundaries). The lock-free filter's KcasTable, whose buckets straddle K-CAS words, gets
+// the same model with its own writes: try_insert, and removals by a CAS of the slot's word.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <random>
 #include <vector>
 
 #include "ccf/detail/atomic_packed_table.hpp"
+#include "ccf/lockfree/kcas_table.hpp"
 #include "ccf/packed_table.hpp"
 #include "ccf/semi_sorted_table.hpp"
 
@@ -131,6 +134,82 @@ TYPED_TEST(BucketTableTest, FullBucketRejectsInsertAndFindsEverySlot) {
   }
   EXPECT_EQ(bucket_contents(table, 0).size(), 0u);
   EXPECT_EQ(bucket_contents(table, 2).size(), 0u);
+}
+
+// KcasTable: F bits per slot, 63 / F slots per word, so buckets start at every lane and many
+// straddle two words.
+template <class Table>
+class KcasBucketTableTest : public ::testing::Test {};
+template <unsigned FpBits>
+using KcasTableOf = ccf::lockfree::KcasTable<FpBits, ccf::lockfree::Kcas<3>>;
+using KcasTables = ::testing::Types<KcasTableOf<4>, KcasTableOf<8>, KcasTableOf<12>>;
+TYPED_TEST_SUITE(KcasBucketTableTest, KcasTables);
+
+// Removes one copy of fp from bucket as the lock-free policy's K-CAS does (one word's CAS);
+// false if the bucket holds none.
+template <class Table>
+bool remove_one(Table& table, std::uint64_t bucket, std::uint32_t fp) {
+  for (;;) {
+    const auto read = table.read_bucket(bucket);
+    const std::uint64_t match = Table::Lanes::lanes_equal(read.bits(), fp);
+    if (match == 0) return false;
+    const auto [at, value] = read.locate_slot(Table::Lanes::first_flagged_lane(match));
+    if (table.kcas().cas(table.word(at), value, Table::WordLanes::set(value, at.lane, 0))) {
+      return true;
+    }
+  }
+}
+
+TYPED_TEST(KcasBucketTableTest, MatchesAMultisetModel) {
+  using Table = TypeParam;
+  constexpr std::size_t kBuckets = 37;
+  ccf::lockfree::Kcas<3> kcas;
+  const std::size_t words = Table::payload_bytes(kBuckets) / sizeof(ccf::lockfree::KcasWord);
+  // The table's words, and a guard word after them; all zero (empty).
+  const auto storage = std::make_unique<ccf::lockfree::KcasWord[]>(words + 1);
+  Table table(kcas, storage.get(), kBuckets);
+  std::vector<std::multiset<std::uint32_t>> model(kBuckets);
+  std::mt19937_64 rng(11);
+  const auto random_fp = [&] {  // few distinct values: duplicates and matches are frequent
+    const std::uint32_t small = static_cast<std::uint32_t>(rng() % 6) + 1;
+    return rng() % 2 ? small : static_cast<std::uint32_t>(rng() % Table::kFpMask) + 1;
+  };
+  for (int step = 0; step < 40'000; ++step) {
+    const std::size_t bucket = rng() % kBuckets;
+    const std::uint32_t fp = random_fp();
+    auto& expected = model[bucket];
+    switch (rng() % 3) {
+      case 0: {
+        const bool room = expected.size() < Table::kSlots;
+        ASSERT_EQ(table.try_insert(bucket, fp), room);
+        if (room) expected.insert(fp);
+        break;
+      }
+      case 1: {
+        const auto it = expected.find(fp);
+        ASSERT_EQ(remove_one(table, bucket, fp), it != expected.end());
+        if (it != expected.end()) expected.erase(it);
+        break;
+      }
+      default:
+        ASSERT_EQ(table.contains(bucket, fp), expected.count(fp) > 0);
+    }
+    for (std::size_t b : {bucket, (bucket + 1) % kBuckets, (bucket + kBuckets - 1) % kBuckets}) {
+      ASSERT_EQ(bucket_contents(table, b),
+                std::vector<std::uint32_t>(model[b].begin(), model[b].end()))
+          << "step " << step << " bucket " << b;
+      auto fps = table.fingerprints(b);
+      std::sort(fps.begin(), fps.end());
+      std::vector<std::uint32_t> with_empty(model[b].begin(), model[b].end());
+      with_empty.insert(with_empty.begin(), Table::kSlots - model[b].size(), 0);
+      ASSERT_TRUE(std::equal(fps.begin(), fps.end(), with_empty.begin())) << "step " << step;
+      ASSERT_EQ(table.free_slots(b), Table::kSlots - model[b].size())
+          << "step " << step << " bucket " << b;
+      ASSERT_EQ(table.has_empty(b), model[b].size() < Table::kSlots);
+    }
+  }
+  // No write reached past the table's words: the guard word after them is still zero.
+  EXPECT_EQ(kcas.read(storage[words]), 0u);
 }
 
 }  // namespace
