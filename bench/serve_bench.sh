@@ -6,15 +6,18 @@
 # every round's rates and latencies (and ECHO on ccf serve: the set-up's ceiling, no filter
 # touched), the per-round ratios and their medians, and the memory
 # per item (CF.INFO and the server's RSS against the library filter's table).
-# Usage: bench/serve_bench.sh [ROUNDS (3)] [REQUESTS (2000000)] [THREADS]
+# Usage: bench/serve_bench.sh [ROUNDS (3)] [REQUESTS (2000000)] [THREADS] [BUSY_POLL_US (50)]
 # THREADS, ccf serve's I/O threads, defaults to the cores redis-benchmark (one thread) leaves:
 # nproc - 1, at least 1. On 2 cores a second I/O thread only takes turns with the client.
+# BUSY_POLL_US is ccf serve's --busy-poll: its threads poll for work that long before they
+# sleep, so the client's writes need not wake them (docs/server.md, "Busy polling"); 0: off.
 # Both servers listen on loopback ports and are stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 requests=${2:-2000000}
 threads=${3:-$(($(nproc) > 1 ? $(nproc) - 1 : 1))}
+busy_poll=${4:-50}
 ccf=build/release/tools/ccf/ccf
 for tool in redis-server redis-benchmark redis-cli; do
   command -v "$tool" >/dev/null || { echo "serve_bench: $tool is missing (scripts/setup.sh)" >&2; exit 2; }
@@ -31,7 +34,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$ccf" serve --bind 127.0.0.1 --port 0 --threads "$threads" >"$work/ccf.out" 2>&1 &
+"$ccf" serve --bind 127.0.0.1 --port 0 --threads "$threads" --busy-poll "$busy_poll" >"$work/ccf.out" 2>&1 &
 ccf_pid=$!
 for _ in $(seq 100); do grep -qs listening "$work/ccf.out" && break; sleep 0.05; done
 ccf_port=$(sed -n 's/^listening 127.0.0.1://p' "$work/ccf.out")
@@ -55,7 +58,7 @@ run() {
 field() { redis-cli -p "$ccf_port" CF.INFO "$1" | awk -v name="$2" 'prev == name {print; exit} {prev = $0}'; }
 
 echo "# ccf serve vs redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), $(date -u +%F), $(nproc) cores, $(uname -m)"
-echo "# redis-benchmark -c 50 -P 16 -n $requests -r 10000000; ccf serve --threads $threads; each round: FLUSHALL, CF.RESERVE f 20000000"
+echo "# redis-benchmark -c 50 -P 16 -n $requests -r 10000000; ccf serve --threads $threads --busy-poll $busy_poll; each round: FLUSHALL, CF.RESERVE f 20000000"
 echo "# round structure rps p50_ms p99_ms"
 declare -a add_ratio exists_ratio
 for round in $(seq "$rounds"); do

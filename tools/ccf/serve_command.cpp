@@ -25,6 +25,11 @@ std::function<int()> add_serve_command(CLI::App& app) {
   serve->add_option("--threads", options->threads, "I/O threads running the commands")
       ->check(CLI::Range(1u, 1024u))
       ->capture_default_str();
+  serve
+      ->add_option("--busy-poll", options->busy_poll_us,
+                   "microseconds an idle I/O thread polls before it sleeps (0: it sleeps at once)")
+      ->check(CLI::Range(0u, 1000000u))
+      ->capture_default_str();
   serve->add_option("--requirepass", options->password, "clients must AUTH with this password");
   serve->add_option("--max-clients", options->max_clients, "clients connected at once")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))

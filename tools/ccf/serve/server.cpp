@@ -143,7 +143,7 @@ class Session : public std::enable_shared_from_this<Session> {
 // no faster than one shared io_context (docs/server.md, "Figures").
 class IoThreads {
  public:
-  explicit IoThreads(unsigned threads) {
+  IoThreads(unsigned threads, std::chrono::microseconds busy_poll) : busy_poll_(busy_poll) {
     for (unsigned i = 0; i < threads; ++i) {
       contexts_.push_back(std::make_unique<asio::io_context>(1));
       // A context with no session yet must not return from run().
@@ -157,9 +157,9 @@ class IoThreads {
   void run() {
     std::vector<std::thread> threads;
     for (std::size_t i = 1; i < contexts_.size(); ++i) {
-      threads.emplace_back([context = contexts_[i].get()] { context->run(); });
+      threads.emplace_back([this, context = contexts_[i].get()] { run_context(*context); });
     }
-    contexts_.front()->run();
+    run_context(*contexts_.front());
     for (std::thread& thread : threads) thread.join();
   }
   void stop() {
@@ -167,7 +167,30 @@ class IoThreads {
   }
 
  private:
+  // With a busy-poll window the thread polls its context (epoll_wait with a zero timeout) until
+  // it has found no ready handler for that long, and only then blocks for the next one. A
+  // client's write to a socket whose thread is blocked in epoll_wait pays for the wake-up in
+  // its own system call (docs/server.md, "Busy polling"); a thread that polls is not asleep.
+  void run_context(asio::io_context& context) const {
+    if (busy_poll_.count() == 0) {
+      context.run();
+      return;
+    }
+    using Clock = std::chrono::steady_clock;
+    while (!context.stopped()) {
+      const Clock::time_point idle_since = Clock::now();
+      while (context.poll() == 0) {
+        if (context.stopped()) return;
+        if (Clock::now() - idle_since >= busy_poll_) {
+          context.run_one();
+          break;
+        }
+      }
+    }
+  }
+
   using Guard = asio::executor_work_guard<asio::io_context::executor_type>;
+  std::chrono::microseconds busy_poll_;
   std::vector<std::unique_ptr<asio::io_context>> contexts_;
   std::vector<Guard> guards_;
   std::size_t dealt_ = 0;  // accept handlers run on the first context's thread only
@@ -268,7 +291,7 @@ void run_server(const ServerOptions& options) {
     state.snapshot_file = options.directory / options.file_name;
     load_snapshot(state.keyspace, state.snapshot_file);
   }
-  IoThreads io(options.threads);
+  IoThreads io(options.threads, std::chrono::microseconds(options.busy_poll_us));
   Listener listener(io, options, state);
   asio::signal_set signals(io.first(), SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code, int) { io.stop(); });

@@ -20,6 +20,8 @@ struct ServerOptions {
   std::string bind = "127.0.0.1";
   std::uint16_t port = 6379;  // 0: any free port (printed)
   unsigned threads = 2;
+  // How long an I/O thread polls for work before it sleeps (microseconds; 0: never polls).
+  unsigned busy_poll_us = 0;
   std::string password;               // empty: no AUTH
   std::size_t max_clients = 10000;    // more are told so and closed
   unsigned idle_timeout_seconds = 0;  // 0: never close an idle client

@@ -550,11 +550,12 @@ class ServerTest(unittest.TestCase):
     """One server per class; every case starts with FLUSHALL on a fresh RESP2 connection."""
 
     password = None
+    server_args = ()  # more `ccf serve` options for this class's server
     maxDiff = None
 
     @classmethod
     def setUpClass(cls):
-        cls.server = Server(cls.password)
+        cls.server = Server(cls.password, extra_args=cls.server_args)
         cls.addClassCleanup(cls.server.cleanup)
         cls.server.start()
 
@@ -1879,8 +1880,41 @@ class ConcurrencyTest(ServerTest):
         self.assertInfo(self.c, "c", items=len(acked), filters=1)
 
 
+class BusyPollConcurrencyTest(ConcurrencyTest):
+    """The same writers and readers on a server whose I/O threads poll before they sleep."""
+
+    server_args = ("--busy-poll", "200")
+
+
 class LifecycleTest(unittest.TestCase):
-    """The server's start-up line and its reaction to SIGTERM."""
+    """The server's start-up line, its options' ranges, and its reaction to SIGTERM."""
+
+    def test_out_of_range_options_are_refused(self):
+        """An option out of its range: exit status 2, the option and the range named, nothing
+        served."""
+        for option, value, allowed in (("--busy-poll", "1000001", "0 to 1000000"),
+                                       ("--threads", "0", "1 to 1024")):
+            with self.subTest(option=option):
+                run = subprocess.run([BINARY, "serve", "--port", "0", option, value],
+                                     capture_output=True, timeout=STOP_TIMEOUT_S, text=True)
+                self.assertEqual(run.returncode, 2)
+                self.assertEqual(run.stdout, "")
+                self.assertIn(f"{option}: Value {value} not in range {allowed}", run.stderr)
+
+    def test_sigterm_stops_a_busy_polling_server(self):
+        """With --busy-poll the I/O threads spin between requests; SIGTERM still stops the
+        server, with open connections, within 5 s, and a client's replies come in order."""
+        server = Server(extra_args=["--busy-poll", "1000000"]).start()
+        self.addCleanup(server.cleanup)
+        conn = Conn(server.port)
+        self.addCleanup(conn.close)
+        replies = conn.pipeline([("ECHO", str(i)) for i in range(100)])
+        self.assertEqual(replies, [str(i).encode() for i in range(100)])
+        server.proc.send_signal(signal.SIGTERM)
+        try:
+            server.proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.fail(f"the busy-polling server ignored SIGTERM for {STOP_TIMEOUT_S} s")
 
     def test_sigterm_stops_the_server(self):
         """SIGTERM stops a server with open connections within 5 s."""
