@@ -278,7 +278,7 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
   // with make_room = false only into a free slot of the pair (no path search: kFull at once).
   Status insert_fingerprint(std::uint64_t bucket, std::uint32_t fp, bool make_room = true) {
     check_fingerprint_place(bucket, 0, fp);
-    const Location at{bucket, addressing_.alternate(bucket, fp), fp};
+    const Location at = stage_update_at({bucket, addressing_.alternate(bucket, fp), fp});
     return policy_.template operation<sync::Access::kWrite>(
         [&] { return make_room ? insert_at(at) : store_in_free_slot(at); });
   }
@@ -294,7 +294,7 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
   // Removes one copy of `fp` from the pair {bucket, its alternate}, as erase does.
   Status erase_fingerprint(std::uint64_t bucket, std::uint32_t fp) {
     check_fingerprint_place(bucket, 0, fp);
-    const Location at{bucket, addressing_.alternate(bucket, fp), fp};
+    const Location at = stage_update_at({bucket, addressing_.alternate(bucket, fp), fp});
     return policy_.template operation<sync::Access::kWrite>([&] { return erase_at(at); });
   }
 
@@ -450,14 +450,18 @@ class BasicCuckooFilter : public detail::KeyApi<BasicCuckooFilter<Table, Policy,
     return detail::prefetch_both(table_, locate(hash));
   }
   // Inserts and erases stage as the policy says, where it says (prefetch_update: the
-  // concurrent policies fetch what they will write for writing).
+  // concurrent policies fetch what they will write for writing). The by-bucket writes
+  // (insert_fingerprint, erase_fingerprint) stage alike: unstaged, a striped policy's stripe
+  // and the two buckets would miss one after another.
   [[gnu::always_inline]] Location stage_update(std::uint64_t hash) const noexcept {
+    return stage_update_at(locate(hash));
+  }
+  [[gnu::always_inline]] Location stage_update_at(const Location& at) const noexcept {
     if constexpr (requires { policy_.prefetch_update(table_, Location{}); }) {
-      const Location at = locate(hash);
       policy_.prefetch_update(table_, at);
       return at;
     } else {
-      return stage_lookup(hash);
+      return detail::prefetch_both(table_, at);
     }
   }
   bool contains_hash(std::uint64_t hash) const {

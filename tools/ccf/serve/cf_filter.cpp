@@ -199,7 +199,10 @@ std::size_t CfFilter::add_many(std::span<const std::string_view> items) {
   {
     const std::shared_lock writing(writers_);  // (5)
     version_.fetch_add(1);
-    added = sub(filters() - 1).insert_many(items);  // (2) the newest
+    // (2) With one sub-filter the batch's order (a free slot, then the path search) is the
+    // contract's; with more, an older sub-filter's free slot comes before the newest's path
+    // search, which insert_many would run first: add() places those items one by one.
+    if (filters() == 1) added = sub(0).insert_many(items);
     items_.fetch_add(added);
   }
   drop_stale_dump();
@@ -218,7 +221,7 @@ void CfFilter::drop_stale_dump() {
 AddResult CfFilter::add_unchecked(std::string_view item) {
   for (;;) {
     const unsigned seen = filters();
-    if (sub(seen - 1).insert(item) || in_older_free_slot(item, seen)) {  // (2)
+    if (place(item, seen)) {
       items_.fetch_add(1);
       return AddResult::kAdded;
     }
@@ -228,11 +231,12 @@ AddResult CfFilter::add_unchecked(std::string_view item) {
   }
 }
 
-bool CfFilter::in_older_free_slot(std::string_view item, unsigned seen) {
-  for (unsigned k = seen - 1; k-- > 0;) {
+bool CfFilter::place(std::string_view item, unsigned seen) {  // (2)
+  if (seen == 1) return sub(0).insert(item);                  // a free slot, then the path search
+  for (unsigned k = seen; k-- > 0;) {
     if (sub(k).insert_in_free_slot(item)) return true;
   }
-  return false;
+  return sub(seen - 1).insert(item);
 }
 
 bool CfFilter::grow(unsigned seen) {

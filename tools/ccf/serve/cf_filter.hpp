@@ -23,9 +23,9 @@
 //   (1) Sub-filters are only ever added or replaced (CF.LOADCHUNK), never freed while the
 //       CfFilter lives; a sub-filter's pointer and then `filters_` are published with release
 //       after it is built, and read with acquire.
-//   (2) Inserts go to the newest sub-filter (a free slot of the item's pair, else a path
-//       search); only when it has no room, to a free slot of the pair in an older one, newest
-//       first, and only when none has one does the filter grow. Deletes take a copy from the
+//   (2) An insert takes a free slot of the item's pair in a sub-filter, newest first; only
+//       when none has one, a path search in the newest; only when that fails does the filter
+//       grow (the contract's insert rule, CF-COMMANDS.md). Deletes take a copy from the
 //       newest sub-filter that has one; lookups scan newest to oldest. Copies never move
 //       between sub-filters. (Where in the chain a copy lies does not matter to the delete
 //       argument above, nor to lookups, which scan every sub-filter.)
@@ -104,10 +104,10 @@ class CfFilter {
   bool at_max_filters() const noexcept { return filters() >= kMaxFilters; }
   // only_if_absent: CF.ADDNX (kPresent when the item's fingerprint is already there).
   AddResult add(std::string_view item, bool only_if_absent);
-  // Adds items in order through the library's batch pipeline (insert_many: the buckets of the
-  // items ahead are prefetched while one is placed) and stops at the first that does not fit
-  // in the newest sub-filter. Returns how many leading items were added; the caller adds the
-  // rest one by one (add(): an older sub-filter's free slot, or growth). CF.INSERT.
+  // On a key of one sub-filter, adds items in order through the library's batch pipeline
+  // (insert_many: the buckets of the items ahead are prefetched while one is placed) and stops
+  // at the first that does not fit. Returns how many leading items were added (none on a key
+  // that has grown: (2)'s order is add()'s); the caller adds the rest one by one. CF.INSERT.
   std::size_t add_many(std::span<const std::string_view> items);
   bool contains(std::string_view item) const;
   // out[i] = contains(items[i]), pipelined as add_many (CF.MEXISTS). out.size() >= items.size().
@@ -204,9 +204,8 @@ class CfFilter {
   // Makes `made` sub-filter k (replacing one, whose memory stays: a lookup may be reading it).
   void install(unsigned k, std::unique_ptr<Sub> made);
   AddResult add_unchecked(std::string_view item);
-  // Stores item in a free slot of its pair in one of the `seen` sub-filters older than the
-  // newest, newest first (2); false if none has one.
-  bool in_older_free_slot(std::string_view item, unsigned seen);
+  // Stores item in the first `seen` sub-filters as (2) says; false: they have no room for it.
+  bool place(std::string_view item, unsigned seen);
   bool erase_locked(std::string_view item);
   void compact_locked(bool all);
   // Frees a CF.SCANDUMP dump that the last write made stale (not under writers_: dump() takes

@@ -11,11 +11,13 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "ccf/detail/filter_format.hpp"
 #include "sanitizer_scale.hpp"
 
 namespace {
@@ -216,6 +218,49 @@ TEST(CfFilter, GrowsOnlyWhenNoSubFilterHasAFreeSlotForTheItem) {
     ASSERT_EQ(filter.count("y"), left);
   }
   EXPECT_TRUE(filter.contains("x"));
+}
+
+// Items stored in each sub-filter, from the dump's blobs (the library's filter files, whose
+// header counts them: docs/file-format.md).
+std::vector<std::uint64_t> items_per_sub_filter(const CfFilter& filter) {
+  const std::shared_ptr<const CfFilter::Dump> dump = filter.dump(CfFilter::DumpUse::kSnapshot);
+  std::vector<std::uint64_t> items;
+  for (const std::string& blob : dump->blobs) {
+    std::istringstream in(blob);
+    items.push_back(ccf::detail::HeaderCodec::read(in).items);
+  }
+  return items;
+}
+
+// The contract's insert order: a free slot of the item's pair in any sub-filter, newest first,
+// before the newest sub-filter's path search. One-slot buckets, so pairs fill early: once the
+// key has grown, the adds whose pair is full in the newest sub-filter (which a path search
+// there would still place, at under a third of its slots) take free slots of the older one.
+// CF.ADD's path and CF.INSERT's (add_many, then add) alike.
+TEST(CfFilter, AnOlderSubFilterFreeSlotComesBeforeTheNewestsPathSearch) {
+  for (const bool batch : {false, true}) {
+    SCOPED_TRACE(batch ? "add_many" : "add");
+    CfFilter filter(params(1024, 1, 1));
+    for (int copy = 1; copy <= 3; ++copy) ASSERT_EQ(filter.add("x", false), AddResult::kAdded);
+    ASSERT_EQ(items_per_sub_filter(filter), (std::vector<std::uint64_t>{2, 1}));
+    std::vector<std::string> keys;
+    for (int i = 0; i < 300; ++i) keys.push_back(std::string("k").append(std::to_string(i)));
+    if (batch) {
+      const std::vector<std::string_view> views(keys.begin(), keys.end());
+      const std::size_t batched = filter.add_many(views);
+      EXPECT_EQ(batched, 0u) << "a grown key takes no batch";
+      for (std::size_t i = batched; i < keys.size(); ++i) {
+        ASSERT_EQ(filter.add(keys[i], false), AddResult::kAdded);
+      }
+    } else {
+      for (const std::string& key : keys) ASSERT_EQ(filter.add(key, false), AddResult::kAdded);
+    }
+    const std::vector<std::uint64_t> items = items_per_sub_filter(filter);
+    ASSERT_EQ(items.size(), 2u);
+    EXPECT_EQ(items[0] + items[1], 303u);
+    EXPECT_GT(items[0], 2u) << "no add took an older sub-filter's free slot";
+    for (const std::string& key : keys) EXPECT_TRUE(filter.contains(key)) << key;
+  }
 }
 
 TEST(CfFilter, WithoutExpansionAFullFilterSaysFullAndKeepsItsItems) {
