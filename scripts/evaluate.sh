@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Sets everything up, builds, and runs the main job: chtbench's quick side-by-side evaluation of
-# every filter and hash table (a table on stdout, progress on stderr, JSON and PNG plots in
-# out/evaluation), then SmartCuckoo's own comparison (`chtbench smart`, a few seconds, in
-# out/evaluation/smart_cuckoo.txt), the log store's figures (`log_bench` on 200,000 entries,
-# out/evaluation/log_store.txt), `ccf serve` against Debian's redis-server (redis-benchmark,
-# 3 interleaved rounds, out/evaluation/serve.txt) and the Redis module ccf-redis.so against
-# `ccf serve` (out/evaluation/module.txt). A few minutes on 2 cores. Extra arguments go to
-# `chtbench suite quick` (e.g. --structures ccf-striped,lf-cuckoo-filter); `suite full` is the
-# long version.
+# Sets everything up, builds only the four programs it runs (scripts/setup.sh), and runs the main
+# job: chtbench's quick side-by-side evaluation of every filter and hash table (a table on
+# stdout, progress on stderr, JSON and PNG plots in out/evaluation), then SmartCuckoo's own
+# comparison (`chtbench smart`, a few seconds, in out/evaluation/smart_cuckoo.txt), the log
+# store's figures (`log_bench` on 200,000 entries, out/evaluation/log_store.txt), `ccf serve`
+# against Debian's redis-server (redis-benchmark, 3 interleaved rounds, out/evaluation/serve.txt)
+# and the Redis module ccf-redis.so against `ccf serve` (out/evaluation/module.txt). Under 10
+# minutes on 2 cores (docs/ci.md). Extra arguments go to `chtbench suite quick` (e.g.
+# --structures ccf-striped,lf-cuckoo-filter); `suite full` is the long version.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

@@ -13,7 +13,7 @@
 #if defined(XXH_INLINE_ALL)
 #error "a public header leaked XXH_INLINE_ALL"
 #endif
-#if defined(CCF_LOCKFREE_ASAN) || defined(CCF_SYNC_X86)
+#if defined(CCF_LOCKFREE_ASAN) || defined(CCF_SYNC_X86) || defined(CCF_SYNC_TSAN)
 #error "a public header leaked a project macro"
 #endif
 

@@ -46,11 +46,52 @@
 // (calls to XBEGIN), aborts of every kind included: MaxRetries = 10 means at most 10
 // transactions, then the lock.
 //
-// Without RTM. rtm_available() checks CPUID (leaf 7: EBX bit 11 RTM, and EDX bit 11
+// Without RTM. rtm_support() checks CPUID (leaf 7: EBX bit 11 RTM, and EDX bit 11
 // RTM_ALWAYS_ABORT, which microcode updates set when they disable TSX) and then runs a few empty
-// transactions (some firmware makes every transaction abort without changing CPUID). When it is
-// false every elision policy goes straight to its lock; speculative() says so, and tools must
-// report such numbers as "RTM absent: lock fallback measured", never as speculative results.
+// transactions (some firmware makes every transaction abort without changing CPUID). When
+// rtm_available() is false every elision policy goes straight to its lock; speculative() says so,
+// and tools print describe(rtm_support()) ("RTM absent on this CPU: lock fallback measured", ...)
+// beside such numbers, never passing them off as speculative results.
+//
+// Plain accesses inside transactions. The critical sections f are ordinary code: a committed
+// transaction's stores are plain stores, and the fallback's critical section reads them with plain
+// loads under the lock (or, in structures with lock-free readers, with their own atomic loads).
+// The C++ memory model knows no transactions, so it sees no happens-before edge there; the
+// program is correct on the hardware, for these reasons:
+//   (T1) A transaction that commits has seen the lock free at its subscription (S1 or S2) and the
+//        lock word stayed in its read set until XEND: a lock acquisition writes the lock word, so
+//        one between the subscription and XEND aborts the transaction (Intel SDM vol. 1 §16.3.1:
+//        a conflicting write to the read set aborts it). Every committed transaction therefore
+//        lies, in the commit order, wholly between two lock holders' critical sections (for lazy
+//        subscription: every run that overlapped a holder read data the holder then wrote, or
+//        read the lock after the holder left -- the former aborts, the latter is serialized after
+//        it).
+//   (T2) A committed transaction's stores become visible at once, all of them, and RTM's commit
+//        orders like a LOCK-prefixed instruction (SDM vol. 1 §16.3.6): the next lock holder,
+//        whose acquisition is a locked read-modify-write of the lock word ordered after the
+//        commit, sees every store of the transaction; a transaction that begins after a holder's
+//        release store and reads the lock free sees every store of the holder (x86-TSO: a load
+//        that sees a store sees every store before it in program order).
+//   (T3) An aborted run leaves no store behind (the hardware discards them), so a run of f that
+//        read inconsistent data (lazy subscription's zombie) writes nothing anyone reads.
+//   (T4) The compiler keeps f's accesses inside the transaction: XBEGIN, XEND and XABORT are
+//        `asm volatile` with a "memory" clobber (rtm_backend.hpp), a compiler barrier on both
+//        sides.
+//
+// Under ThreadSanitizer. TSan models neither XBEGIN's isolation nor XEND's ordering: it would
+// report every pair of (T1)/(T2) as a race. Annotating the edges (__tsan_release on the lock's
+// address after XEND, __tsan_acquire after taking the lock) cannot be made exact: the annotation
+// after XEND is a separate step, and a holder that takes the lock between the commit and the
+// annotation reads the transaction's stores with no annotated edge (a false report); an
+// annotation inside the transaction writes TSan's own state for the lock's address from every
+// transaction, which makes all of them conflict. So a ThreadSanitizer build does not use RTM:
+// rtm_support() answers kOffUnderTsan there, and every policy runs its lock fallback, exactly as
+// on a CPU without RTM. TSan then checks the lock fallback of every policy, the lock-free readers
+// against lock holders, and (single-threaded) the whole state machine on SimulatedBackend. It
+// does not check interleavings of real transactions: the Release and ASan builds do, on RTM hosts,
+// with the stress tests that run the real backend and check their invariants
+// (tests/sync_elision_test.cpp, RtmHardware and RealBackendTest; the coarse, COP and HTM-CLHT
+// tests with their default backend).
 //
 // Testing without RTM. SimulatedBackend replaces the hardware: begin() returns a scripted
 // sequence of outcomes (started, or an abort status with any reason bits), end() commits, and

@@ -1,12 +1,13 @@
 // The hardware backend of lock elision (htm.hpp): Intel RTM's XBEGIN / XEND / XABORT, and
-// rtm_available(), the run-time probe (CPUID, then a few empty transactions) that decides
-// whether it is used at all. See htm.hpp, "Without RTM".
+// rtm_support(), the run-time probe (CPUID, then a few empty transactions) that decides whether
+// it is used at all. See htm.hpp, "Without RTM" and "Under ThreadSanitizer".
 //
 // A Backend has: bool available() const; TxStatus begin(); void end();
 // template <std::uint8_t Code> TxStatus abort(); bool in_transaction() const.
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "ccf/sync/tx_status.hpp"
 
@@ -17,12 +18,53 @@
 #define CCF_SYNC_X86 0
 #endif
 
+// ThreadSanitizer does not model hardware transactions (htm.hpp, "Under ThreadSanitizer").
+#if defined(__SANITIZE_THREAD__)
+#define CCF_SYNC_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CCF_SYNC_TSAN 1
+#endif
+#endif
+#ifndef CCF_SYNC_TSAN
+#define CCF_SYNC_TSAN 0
+#endif
+
 namespace ccf::sync {
 
-inline bool rtm_available() noexcept;
+// What this process does with RTM, and why.
+enum class RtmSupport {
+  kAbsent,        // the CPU does not report RTM (or reports RTM_ALWAYS_ABORT)
+  kAlwaysAborts,  // CPUID reports RTM, but no probe transaction commits (firmware)
+  kOffUnderTsan,  // RTM works, but this is a ThreadSanitizer build: not used
+  kAvailable,     // RTM works and the elision policies speculate
+};
+
+inline RtmSupport rtm_support() noexcept;
+
+// Whether the elision policies run hardware transactions in this process.
+inline bool rtm_available() noexcept {
+  return rtm_support() == RtmSupport::kAvailable;
+}
+
+// One line for tools and benchmark reports: whether their figures are speculative.
+constexpr std::string_view describe(RtmSupport support) noexcept {
+  switch (support) {
+    case RtmSupport::kAvailable:
+      return "Intel RTM present: speculative";
+    case RtmSupport::kOffUnderTsan:
+      return "Intel RTM present but not used under ThreadSanitizer: lock fallback measured";
+    case RtmSupport::kAlwaysAborts:
+      return "Intel RTM reported but every transaction aborts: lock fallback measured";
+    case RtmSupport::kAbsent:
+      break;
+  }
+  return "RTM absent on this CPU: lock fallback measured";
+}
 
 // The hardware. The instructions are emitted by inline assembly, so this header compiles without
-// -mrtm; they execute only when rtm_available() (the policies check available() first).
+// -mrtm; they execute only when rtm_available() (the policies check available() first), or in
+// the probe of rtm_support().
 class RtmBackend {
  public:
   static bool available() noexcept { return rtm_available(); }
@@ -93,12 +135,17 @@ inline bool rtm_commits() noexcept {
 }
 }  // namespace detail
 
-// Whether this CPU runs RTM transactions; computed once.
-inline bool rtm_available() noexcept {
-  static const bool available = detail::cpu_reports_rtm() && detail::rtm_commits();
-  return available;
+// Computed once per process.
+inline RtmSupport rtm_support() noexcept {
+  static const RtmSupport support = [] {
+    if (!detail::cpu_reports_rtm()) return RtmSupport::kAbsent;
+    if (!detail::rtm_commits()) return RtmSupport::kAlwaysAborts;
+    return CCF_SYNC_TSAN ? RtmSupport::kOffUnderTsan : RtmSupport::kAvailable;
+  }();
+  return support;
 }
 
 }  // namespace ccf::sync
 
 #undef CCF_SYNC_X86  // used above only: no project macro leaves a public header
+#undef CCF_SYNC_TSAN

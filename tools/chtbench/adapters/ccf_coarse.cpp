@@ -30,8 +30,7 @@ using Elided =
 }  // namespace
 
 void register_ccf_coarse_filters(Registry& r) {
-  const std::string rtm = sync::rtm_available() ? "Intel RTM present: speculative"
-                                                : "NO RTM on this CPU: runs the lock fallback only";
+  const std::string rtm(sync::describe(sync::rtm_support()));
   add_concurrent_filter<Coarse<GlobalLock<sync::TasLock>>::type, 12, 16>(
       r, "ccf-global-tas", "coarse cuckoo filter, one reader-writer lock over a TAS spin lock");
   add_concurrent_filter<Coarse<GlobalLock<sync::TtasLock>>::type, 12, 16>(

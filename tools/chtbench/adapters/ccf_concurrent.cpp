@@ -21,9 +21,7 @@ using StripedLocking = ccf::StripedCuckooFilter<F, 4, ccf::ReadMode::kLocking>;
 }  // namespace
 
 void register_ccf_concurrent_filters(Registry& r) {
-  const std::string rtm = ccf::sync::rtm_available()
-                              ? "Intel RTM present: speculative"
-                              : "NO RTM on this CPU: runs the lock fallback only";
+  const std::string rtm(ccf::sync::describe(ccf::sync::rtm_support()));
   add_concurrent_filter<Cop, 12, 16>(
       r, "ccf-cop",
       "consistency-oblivious cuckoo filter: plan unsynchronized, verify+complete "

@@ -26,9 +26,7 @@ void register_ccf_tables(Registry& r) {
       r, "clht-lf",
       "ccf ClhtLf: one cache line per bucket, lock-free CAS updates, store-free lookups, resize");
   // Without RTM every HTM-CLHT runs its fallback lock only: the description says which.
-  const std::string rtm = ccf::sync::rtm_available()
-                              ? "Intel RTM present: speculative"
-                              : "NO RTM on this CPU: runs the lock fallback only";
+  const std::string rtm(ccf::sync::describe(ccf::sync::rtm_support()));
   const auto global = [&](const char* scheme) {
     return std::string("ccf HTM-CLHT, one global lock, ") + scheme + " (" + rtm + ")";
   };
