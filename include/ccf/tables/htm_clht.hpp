@@ -25,10 +25,10 @@
 //                      takes that bucket's lock (clht::BucketLocks), whose write aborts every
 //                      transaction on the chain.
 //
-// Without RTM (no Intel TSX on the machine, or disabled by microcode: sync/rtm_backend.hpp), no
-// transaction is attempted: the global variants ARE their fallback lock and HtmClhtFine is
-// ClhtLb. speculative() says which; the benchmarks report "RTM absent: lock fallback measured"
-// then, never speculative figures. The elision logic itself is tested with the simulated
+// Without RTM (no Intel TSX on the machine, disabled by microcode, or a ThreadSanitizer build:
+// sync/rtm_backend.hpp), no transaction is attempted: the global variants ARE their fallback lock
+// and HtmClhtFine is ClhtLb. speculative() says which; the benchmarks print
+// describe(rtm_support()) then ("... lock fallback measured"), never speculative figures. The elision logic itself is tested with the simulated
 // backend (tests/htm_clht_test.cpp, tests/sync_elision_test.cpp).
 #pragma once
 
