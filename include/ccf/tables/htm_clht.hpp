@@ -28,8 +28,9 @@
 // Without RTM (no Intel TSX on the machine, disabled by microcode, or a ThreadSanitizer build:
 // sync/rtm_backend.hpp), no transaction is attempted: the global variants ARE their fallback lock
 // and HtmClhtFine is ClhtLb. speculative() says which; the benchmarks print
-// describe(rtm_support()) then ("... lock fallback measured"), never speculative figures. The elision logic itself is tested with the simulated
-// backend (tests/htm_clht_test.cpp, tests/sync_elision_test.cpp).
+// describe(rtm_support()) then ("... lock fallback measured"), never speculative figures. The
+// elision logic itself is tested with the simulated backend (tests/htm_clht_test.cpp,
+// tests/sync_elision_test.cpp).
 #pragma once
 
 #include <atomic>
