@@ -4,12 +4,16 @@
 // --binary-u64) and drops repeats, so that the capacity can be the number of distinct keys when
 // none is given, then inserts them from --threads threads into the concurrent
 // StripedCuckooFilter (shapes it does not take: the sequential filter, one thread, said so) and
-// saves it (to a temporary file renamed over the output: a failed build leaves no partial file).
+// saves it (output_file.hpp: a new temporary renamed over the output; a failed build leaves
+// nothing).
 // The other commands load a file of any shape (AnyCuckooFilter). Files are the library's format
 // (docs/file-format.md): every ccf filter loads them.
 #include "filter_commands.hpp"
 
+#include <fcntl.h>
 #include <fmt/core.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +26,8 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <new>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -32,6 +38,7 @@
 
 #include "ccf/any_cuckoo_filter.hpp"
 #include "ccf/concurrent/striped_cuckoo_filter.hpp"
+#include "output_file.hpp"
 #include "progress.hpp"
 
 namespace ccf_tool {
@@ -64,6 +71,7 @@ void read_stream(std::istream& in, const std::string& name, bool binary, Keys& k
   if (binary) {
     std::uint64_t key = 0;
     while (in.read(reinterpret_cast<char*>(&key), sizeof key)) keys.binary.push_back(key);
+    if (in.bad()) throw ToolError(name + ": read error");
     if (in.gcount() != 0) {
       throw ToolError(name + ": " + std::to_string(in.gcount()) +
                       " bytes left over: --binary-u64 input is a whole number of 8-byte keys");
@@ -75,11 +83,15 @@ void read_stream(std::istream& in, const std::string& name, bool binary, Keys& k
     if (!line.empty() && line.back() == '\r') line.pop_back();
     keys.text.push_back(std::move(line));
   }
+  if (in.bad()) throw ToolError(name + ": read error");
 }
 
 Keys read_keys(const std::vector<std::string>& inputs, bool binary) {
   Keys keys;
   if (inputs.empty() || (inputs.size() == 1 && inputs[0] == "-")) {
+    if (::fcntl(0, F_GETFD) < 0) {
+      throw ToolError("standard input is closed: name key files, or pipe the keys in");
+    }
     read_stream(std::cin, "standard input", binary, keys);
     return keys;
   }
@@ -95,25 +107,75 @@ ccf::AnyCuckooFilter load_filter(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in || fs::is_directory(file)) throw ToolError(file + ": cannot open for reading");
   try {
-    return ccf::AnyCuckooFilter::load(in);
+    ccf::AnyCuckooFilter filter = ccf::AnyCuckooFilter::load(in);
+    // A file is one filter: bytes after its checksummed payload mean it was not written whole
+    // by a ccf tool (appended to, or two files joined).
+    in.peek();
+    if (!in.eof()) {
+      in.clear();
+      const std::streamoff at = in.tellg();
+      in.seekg(0, std::ios::end);
+      throw ToolError(fmt::format(
+          "{}: not a usable ccf filter file: {} bytes after the filter's payload (it ends at "
+          "byte {})",
+          file, static_cast<std::streamoff>(in.tellg()) - at, at));
+    }
+    return filter;
   } catch (const ccf::FormatError& error) {
     throw ToolError(file + ": not a usable ccf filter file: " + error.what());
   }
 }
 
-// Writes through a temporary file renamed over `file`.
 template <class Filter>
 void save_filter(const Filter& filter, const std::string& file) {
-  const std::string temp = file + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw ToolError(temp + ": cannot open for writing");
-    filter.save(out);
-    out.flush();
-    if (!out) throw ToolError(temp + ": write failed");
+  OutputFile out(file);
+  try {
+    filter.save(out.stream());
+  } catch (const std::exception&) {
+    if (!out.write_failed()) throw;  // the library names a stream error only as "iostream error"
   }
-  fs::rename(temp, file);
+  out.commit();  // names the write error, if any, and removes the temporary
 }
+
+// A table that cannot be allocated, named with its size (the table's bytes alone; the filter's
+// other state is small).
+[[noreturn]] void unallocatable(std::uint64_t capacity, unsigned fp_bits) {
+  const double bytes = static_cast<double>(capacity) * fp_bits / 8;
+  throw ToolError(fmt::format(
+      "--capacity {}: the filter's table needs at least {:.0f} bytes ({:.1f} GiB), which could "
+      "not be allocated; give a smaller --capacity",
+      capacity, bytes, bytes / (1u << 30)));
+}
+
+// An exclusive lock on the filter file for a read-modify-write (erase): concurrent erases of
+// one file are applied one after another. A rewrite renames a new inode over the path, so a
+// waiter that wakes holding the old inode's lock takes the new one's instead.
+class FileLock {
+ public:
+  explicit FileLock(const std::string& path) {
+    for (;;) {
+      fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd_ < 0) throw ToolError(path + ": cannot open for reading: " + std::strerror(errno));
+      struct stat held, named;
+      if (::flock(fd_, LOCK_EX) != 0) {
+        const int error = errno;
+        ::close(fd_);
+        throw ToolError(path + ": cannot lock: " + std::strerror(error));
+      }
+      if (::fstat(fd_, &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
+          held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+        return;
+      }
+      ::close(fd_);
+    }
+  }
+  ~FileLock() { ::close(fd_); }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 // The shapes the concurrent filter builds: StripedCuckooFilter<F, b>, F * b <= 64.
 template <unsigned F, unsigned B>
@@ -125,7 +187,13 @@ using BuildShapes =
 template <unsigned F, unsigned B>
 int build_as(const FilterArgs& a, const Keys& keys) {
   const std::uint64_t capacity = a.capacity ? a.capacity : keys.size();
-  ccf::StripedCuckooFilter<F, B> filter(capacity);
+  std::optional<ccf::StripedCuckooFilter<F, B>> made;
+  try {
+    made.emplace(capacity);
+  } catch (const std::bad_alloc&) {
+    unallocatable(capacity, F);
+  }
+  auto& filter = *made;
   const unsigned threads =
       a.threads ? a.threads : std::max(1u, std::thread::hardware_concurrency());
   std::atomic<std::uint64_t> done{0};
@@ -189,6 +257,8 @@ int build_sequentially(const FilterArgs& a, const Keys& keys) {
                                      .semi_sorted = a.semi_sorted});
   } catch (const std::invalid_argument& error) {
     throw CLI::ValidationError("--fp-bits/--bucket/--semi-sorted", error.what());
+  } catch (const std::bad_alloc&) {
+    unallocatable(capacity, a.fp_bits);
   }
   fmt::print(stderr,
              "build: the concurrent filter does not take this shape; building on one "
@@ -215,6 +285,7 @@ int build_sequentially(const FilterArgs& a, const Keys& keys) {
 }
 
 int build(const FilterArgs& a) {
+  check_output_target("--output", a.output);
   Keys keys = read_keys(a.inputs, a.binary);
   if (keys.size() == 0) throw ToolError("no keys in the input: nothing to build");
   const std::size_t repeats = drop_repeats(keys.text) + drop_repeats(keys.binary);
@@ -265,14 +336,15 @@ int query(const FilterArgs& a) {
     }
     out += '\n';
     if (out.size() > (1 << 16)) {
-      std::cout << out;
+      write_stdout(out);
       out.clear();
     }
   };
   const std::size_t hits = keys.text.empty() ? query_keys(filter, keys.binary, print)
                                              : query_keys(filter, keys.text, print);
-  std::cout << out;
-  if (a.count) std::cout << hits << '\n';
+  if (a.count) out += std::to_string(hits) + '\n';
+  write_stdout(out);
+  if (keys.size() == 0) fmt::print(stderr, "query: no keys read, so none hit\n");
   return hits > 0 ? 0 : 1;
 }
 
@@ -285,13 +357,19 @@ int info(const FilterArgs& a) {
       1.0 - std::pow(1.0 - load * std::ldexp(1.0, -static_cast<int>(filter.fp_bits())),
                      2.0 * filter.slots_per_bucket());
   if (a.json) {
-    fmt::print(
-        "{{\"file\": \"{}\", \"shape\": \"{}\", \"fp_bits\": {}, \"slots_per_bucket\": {}, "
-        "\"items\": {}, \"capacity\": {}, \"load\": {:.6f}, \"bits_per_item\": {:.4f}, "
-        "\"expected_fpr\": {:.6g}, \"memory_bytes\": {}, \"victim_used\": {}}}\n",
-        a.file, filter.shape(), filter.fp_bits(), filter.slots_per_bucket(), filter.size(),
-        filter.capacity(), load, filter.bits_per_item(), fpr, filter.memory_bytes(),
-        filter.victim_used());
+    // A file name is any bytes: invalid UTF-8 is replaced, not refused.
+    const nlohmann::ordered_json report = {{"file", a.file},
+                                           {"shape", filter.shape()},
+                                           {"fp_bits", filter.fp_bits()},
+                                           {"slots_per_bucket", filter.slots_per_bucket()},
+                                           {"items", filter.size()},
+                                           {"capacity", filter.capacity()},
+                                           {"load", load},
+                                           {"bits_per_item", filter.bits_per_item()},
+                                           {"expected_fpr", fpr},
+                                           {"memory_bytes", filter.memory_bytes()},
+                                           {"victim_used", filter.victim_used()}};
+    fmt::print("{}\n", report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return 0;
   }
   fmt::print(
@@ -304,8 +382,10 @@ int info(const FilterArgs& a) {
 }
 
 int erase(const FilterArgs& a) {
-  ccf::AnyCuckooFilter filter = load_filter(a.file);
+  check_output_target("FILE", a.file);
   const Keys keys = read_keys(a.inputs, a.binary);
+  const FileLock lock(a.file);
+  ccf::AnyCuckooFilter filter = load_filter(a.file);
   std::size_t erased = 0;
   for (const std::string& key : keys.text) erased += filter.erase(key) == ccf::Status::kOk;
   for (const std::uint64_t key : keys.binary) erased += filter.erase(key) == ccf::Status::kOk;
@@ -317,6 +397,7 @@ int erase(const FilterArgs& a) {
 
 int merge(const FilterArgs& a) {
   if (a.inputs.size() != 2) throw CLI::ValidationError("merge", "takes two filter files");
+  check_output_target("--output", a.output);
   ccf::AnyCuckooFilter merged = load_filter(a.inputs[0]);
   const ccf::AnyCuckooFilter other = load_filter(a.inputs[1]);
   const std::size_t both = merged.size() + other.size();

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "ccf/store/log_store.hpp"
+#include "output_file.hpp"
 #include "progress.hpp"
 
 namespace ccf_tool {
@@ -161,12 +162,9 @@ int export_file(const LogArgs& a) {
     throw ToolError("the manifest of '" + name + "' is malformed");
   }
   std::memcpy(&file_bytes, manifest->data() + 8, 8);
-  std::ofstream file;
-  if (a.output != "-") {
-    file.open(a.output, std::ios::binary | std::ios::trunc);
-    if (!file) throw ToolError(a.output + ": cannot open for writing");
-  }
-  std::ostream& out = a.output == "-" ? std::cout : file;
+  std::optional<OutputFile> file;
+  if (a.output != "-") file.emplace(a.output);
+  std::ostream& out = file ? file->stream() : std::cout;
   Progress progress("export", file_bytes, "bytes");
   std::uint64_t written = 0;
   for (std::size_t at = kManifestHeader; at < manifest->size(); at += kKeyBytes) {
@@ -181,11 +179,14 @@ int export_file(const LogArgs& a) {
     written += chunk->size();
     progress.update(written);
   }
-  out.flush();
-  if (!out) throw ToolError(a.output + ": write failed");
   if (written != file_bytes) {
     throw ToolError("'" + name + "' came to " + std::to_string(written) + " bytes, not the " +
                     std::to_string(file_bytes) + " imported");
+  }
+  if (file) {
+    file->commit();
+  } else if (!out.flush()) {
+    throw ToolError("writing standard output failed");
   }
   progress.update(written, true);
   if (a.output != "-")
@@ -201,9 +202,11 @@ int get_entry(const LogArgs& a) {
     return 1;
   }
   if (a.output == "-") {
-    std::cout.write(data->data(), static_cast<std::streamsize>(data->size()));
+    write_stdout(*data);
   } else {
-    std::ofstream(a.output, std::ios::binary | std::ios::trunc) << *data;
+    OutputFile file(a.output);
+    file.stream() << *data;
+    file.commit();
   }
   return 0;
 }

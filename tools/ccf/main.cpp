@@ -5,12 +5,30 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <functional>
 
 #include "filter_commands.hpp"
 #include "log_command.hpp"
 #include "serve_command.hpp"
+
+namespace {
+
+// A command's exit code, or 3 when what it wrote to standard output did not all get there (a
+// full disk, a device error: std::cout and fmt::print both write through stdout).
+int checked_stdout(int code) {
+  errno = 0;
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return code;
+  const int error = errno;
+  fmt::print(stderr, "ccf: writing standard output failed{}{}\n", error != 0 ? ": " : "",
+             error != 0 ? std::strerror(error) : "");
+  return 3;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -31,7 +49,7 @@ int main(int argc, char** argv) {
   }
   try {
     for (const auto& run : {run_filters, run_log, run_serve}) {
-      if (const int code = run(); code >= 0) return code;
+      if (const int code = run(); code >= 0) return checked_stdout(code);
     }
     return 2;
   } catch (const CLI::Error& error) {  // an argument found bad only when it is used

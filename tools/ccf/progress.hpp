@@ -1,15 +1,19 @@
-// Shared by the ccf subcommands: the error a user can act on, and a progress line.
+// Shared by the ccf subcommands: the error a user can act on, checked writes to standard
+// output, and a progress line.
 #pragma once
 
 #include <fmt/core.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace ccf_tool {
@@ -19,6 +23,14 @@ class ToolError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// Writes to standard output; a failed write is a ToolError with the system's reason (main()
+// also checks stdout at exit, for what fmt::print left buffered).
+inline void write_stdout(std::string_view bytes) {
+  if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size()) {
+    throw ToolError(std::string("writing standard output failed: ") + std::strerror(errno));
+  }
+}
 
 // Progress on stderr, only when stderr is a terminal, at most five times a second.
 class Progress {

@@ -35,6 +35,12 @@ std::function<int()> add_serve_command(CLI::App& app) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}))
       ->capture_default_str();
   serve
+      ->add_option("--max-client-memory", options->max_client_memory,
+                   "bytes all clients' buffers may hold together; past it the largest clients "
+                   "are closed")
+      ->check(CLI::Range(std::uint64_t{1} << 20, std::uint64_t{1} << 48))
+      ->capture_default_str();
+  serve
       ->add_option("--timeout", options->idle_timeout_seconds,
                    "close a client idle this many seconds (0: never)")
       ->capture_default_str();

@@ -10,9 +10,14 @@ namespace ccf::detail {
 template <class Filter>
 class OccupancyApi {
  public:
-  // Stored items / slots.
+  // Items in the table's slots / slots: at most 1. An item parked in the victim entry (filters
+  // that have one) is counted by size() and bits_per_item() but holds no slot.
   double load_factor() const noexcept {
-    return static_cast<double>(self().size()) / static_cast<double>(self().capacity());
+    std::size_t items = self().size();
+    if constexpr (requires { self().victim_used(); }) {
+      if (items > 0 && self().victim_used()) --items;
+    }
+    return static_cast<double>(items) / static_cast<double>(self().capacity());
   }
   // Bits of table storage per stored item (0 when empty).
   double bits_per_item() const noexcept {

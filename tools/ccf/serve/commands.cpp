@@ -13,6 +13,7 @@
 #include <optional>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -293,35 +294,81 @@ void flushall(ServerState& server, ClientState&, const Args& args, ReplyWriter& 
   reply.simple("OK");
 }
 
+std::int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// INFO [SECTION ...]: every section, or those named ("all", "everything" and "default" name
+// them all), each as Redis lays it out: "# Name", then "field:value" lines.
 void info(ServerState& server, ClientState&, const Args& args, ReplyWriter& reply) {
-  if (args.size() > 2) return reply.error("ERR syntax error");
-  std::string text = "# Server\r\nredis_version:" + std::string(kVersion) +
-                     "\r\nredis_mode:standalone\r\nccf_server:ccf serve\r\n\r\n# Clients\r\n"
-                     "connected_clients:" +
-                     std::to_string(server.connected_clients.load()) + "\r\n";
-  // Memory: the process's resident set (what redis-server's used_memory_rss also reports)
-  // and the bytes of every filter (the sum of their CF.INFO sizes).
-  std::uint64_t resident_pages = 0, filter_bytes = 0;
-  if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
-    unsigned long long total = 0, resident = 0;
-    if (std::fscanf(statm, "%llu %llu", &total, &resident) == 2) resident_pages = resident;
-    std::fclose(statm);
-  }
-  for (std::uint64_t cursor = 0;;) {
-    const auto step = server.keyspace.scan(cursor);
-    for (const auto& [key, value] : step->entries) {
-      if (const auto* filter = std::get_if<std::shared_ptr<CfFilter>>(&value)) {
-        filter_bytes += (*filter)->info().size_bytes;
-      }
+  const auto wanted = [&](std::string_view section) {
+    if (args.size() == 1) return true;
+    return std::any_of(args.begin() + 1, args.end(), [&](const std::string& arg) {
+      return equals_ignoring_case(arg, section) || equals_ignoring_case(arg, "all") ||
+             equals_ignoring_case(arg, "everything") || equals_ignoring_case(arg, "default");
+    });
+  };
+  std::string text;
+  const auto section = [&](std::string_view name, const std::string& fields) {
+    if (!wanted(name)) return;
+    if (!text.empty()) text += "\r\n";
+    text += "# " + std::string(name) + "\r\n" + fields;
+  };
+  const auto field = [](std::string_view name, const auto& value) {
+    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(value)>>) {
+      return std::string(name) + ":" + std::to_string(value) + "\r\n";
+    } else {
+      return std::string(name) + ":" + std::string(value) + "\r\n";
     }
-    if ((cursor = step->next) == 0) break;
+  };
+  section("Server", field("redis_version", kVersion) + field("redis_mode", "standalone") +
+                        field("ccf_server", "ccf serve"));
+  section("Clients", field("connected_clients", server.connected_clients.load()));
+  if (wanted("Memory")) {
+    // The process's resident set (what redis-server's used_memory_rss also reports), the bytes
+    // of every filter (the sum of their CF.INFO sizes), and clients' buffers with their bound.
+    std::uint64_t resident_pages = 0, filter_bytes = 0;
+    if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
+      unsigned long long total = 0, resident = 0;
+      if (std::fscanf(statm, "%llu %llu", &total, &resident) == 2) resident_pages = resident;
+      std::fclose(statm);
+    }
+    for (std::uint64_t cursor = 0;;) {
+      const auto step = server.keyspace.scan(cursor);
+      for (const auto& [key, value] : step->entries) {
+        if (const auto* filter = std::get_if<std::shared_ptr<CfFilter>>(&value)) {
+          filter_bytes += (*filter)->info().size_bytes;
+        }
+      }
+      if ((cursor = step->next) == 0) break;
+    }
+    section("Memory", field("used_memory_rss",
+                            resident_pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE))) +
+                          field("ccf_filter_bytes", filter_bytes) +
+                          field("mem_clients_normal", server.client_buffer_bytes.load()) +
+                          field("maxmemory_clients", server.max_client_memory));
   }
-  text += "\r\n# Memory\r\nused_memory_rss:" +
-          std::to_string(resident_pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE))) +
-          "\r\nccf_filter_bytes:" + std::to_string(filter_bytes) + "\r\n";
+  if (wanted("Persistence")) {
+    std::string error;
+    {
+      const std::lock_guard lock(server.last_save_error_mutex);
+      error = server.last_save_error;
+    }
+    section("Persistence",
+            field("loading", 0) + field("rdb_changes_since_last_save", server.changes.load()) +
+                field("rdb_bgsave_in_progress", server.background_running.load() ? 1 : 0) +
+                field("rdb_last_save_time", server.last_save_unix.load()) +
+                field("rdb_last_bgsave_status", server.last_save_ok.load() ? "ok" : "err") +
+                field("rdb_last_bgsave_time_sec", server.last_bgsave_seconds.load()) +
+                field("ccf_snapshot_file", server.snapshot_file.string()) +
+                field("ccf_last_save_error", error));
+  }
+  section("Stats", field("evicted_clients", server.evicted_clients.load()));
   const std::size_t keys_count = server.keyspace.size();
   if (keys_count > 0) {
-    text += "\r\n# Keyspace\r\ndb0:keys=" + std::to_string(keys_count) + ",expires=0,avg_ttl=0\r\n";
+    section("Keyspace", "db0:keys=" + std::to_string(keys_count) + ",expires=0,avg_ttl=0\r\n");
   }
   reply.verbatim(text);
 }
@@ -350,8 +397,12 @@ void bgsave(ServerState& server, ClientState&, const Args& args, ReplyWriter& re
   try {
     server.background = std::thread([&server] {
       try {
+        const auto started = std::chrono::steady_clock::now();
         save_now(server);
-      } catch (const std::exception& error) {
+        server.last_bgsave_seconds.store(std::chrono::duration_cast<std::chrono::seconds>(
+                                             std::chrono::steady_clock::now() - started)
+                                             .count());
+      } catch (const std::exception& error) {  // recorded by save_now for INFO and SAVE
         std::fprintf(stderr, "ccf serve: background save failed: %s\n", error.what());
       }
       server.background_running.store(false);
@@ -569,11 +620,20 @@ void Pipeline::flush(ServerState& server, ClientState& client, std::string& out)
 void save_now(ServerState& server) {
   const std::lock_guard lock(server.save_mutex);
   const std::uint64_t changes = server.changes.load();
-  save_snapshot(server.keyspace, server.snapshot_file);
+  const auto record = [&](std::string error) {
+    const std::lock_guard error_lock(server.last_save_error_mutex);
+    server.last_save_error = std::move(error);
+    server.last_save_ok.store(server.last_save_error.empty());
+  };
+  try {
+    save_snapshot(server.keyspace, server.snapshot_file);
+  } catch (const std::exception& error) {
+    record(error.what());
+    throw;
+  }
+  record({});
   server.changes.fetch_sub(changes);  // those made during the save count for the next one
-  server.last_save_unix.store(std::chrono::duration_cast<std::chrono::seconds>(
-                                  std::chrono::system_clock::now().time_since_epoch())
-                                  .count());
+  server.last_save_unix.store(unix_seconds());
 }
 
 void finish_background_save(ServerState& server) {

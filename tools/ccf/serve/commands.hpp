@@ -23,6 +23,11 @@ struct ServerState {
   std::string password;  // empty: no AUTH needed
   std::atomic<std::uint64_t> next_client_id{1};
   std::atomic<std::uint64_t> connected_clients{0};
+  // Clients' input and output buffers (the bytes they hold allocated), summed over every
+  // client, and the bound on that sum (server.cpp closes the largest clients past it).
+  std::atomic<std::uint64_t> client_buffer_bytes{0};
+  std::uint64_t max_client_memory = 0;
+  std::atomic<std::uint64_t> evicted_clients{0};
 
   // Snapshots (snapshot.hpp); an empty path: SAVE and BGSAVE are refused.
   std::filesystem::path snapshot_file;
@@ -32,9 +37,16 @@ struct ServerState {
   std::mutex background_mutex;
   std::thread background;  // the last BGSAVE (joined before the next and at shutdown)
   std::atomic<bool> background_running{false};
+  // The last snapshot attempt, of any kind (INFO persistence): its outcome, what went wrong,
+  // and how long the last BGSAVE took (-1: none yet).
+  std::atomic<bool> last_save_ok{true};
+  std::atomic<std::int64_t> last_bgsave_seconds{-1};
+  std::mutex last_save_error_mutex;
+  std::string last_save_error;  // empty after a snapshot that succeeded
 };
 
-// Writes a snapshot now (SAVE, `--save`, shutdown). Throws SnapshotError.
+// Writes a snapshot now (SAVE, BGSAVE's thread, `--save`, shutdown) and records the outcome
+// for INFO. Throws SnapshotError.
 void save_now(ServerState& server);
 // Joins a BGSAVE still running (at shutdown).
 void finish_background_save(ServerState& server);

@@ -3,7 +3,9 @@
 // <utility> before Asio: Boost 1.74's awaitable.hpp uses std::exchange without including it.
 #include <utility>
 // (keep the line above first)
+#include <algorithm>
 #include <array>
+#include <atomic>
 #include <boost/asio.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -13,6 +15,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "serve/commands.hpp"
@@ -24,23 +27,89 @@ namespace {
 namespace asio = boost::asio;
 using asio::ip::tcp;
 
+class Session;
+
+// The sessions, for the server-wide bound on clients' buffers: when their sum
+// (ServerState::client_buffer_bytes) passes ServerState::max_client_memory, the sessions holding
+// the most are closed, largest first, until the sum would be back under it.
+class ClientRegistry {
+ public:
+  explicit ClientRegistry(ServerState& state) : state_(state) {}
+  void enter(const std::shared_ptr<Session>& session);
+  void leave(const Session* session);
+  // Called by `grown` (on its thread) after its buffers grew. Returns true when `grown` itself
+  // is to close; the others chosen are closed on their own threads.
+  bool enforce(const Session* grown);
+
+ private:
+  ServerState& state_;
+  std::mutex mutex_;
+  std::unordered_map<const Session*, std::weak_ptr<Session>> sessions_;
+};
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, ServerState& state, const ServerOptions& options)
+  Session(tcp::socket socket, ServerState& state, const ServerOptions& options,
+          ClientRegistry& registry)
       : socket_(std::move(socket)),
         idle_(socket_.get_executor()),
         state_(state),
         options_(options),
+        registry_(registry),
         parser_(options.limits) {
     client_.id = state_.next_client_id.fetch_add(1);
     client_.authenticated = state_.password.empty();
     state_.connected_clients.fetch_add(1);
   }
-  ~Session() { state_.connected_clients.fetch_sub(1); }
+  ~Session() {
+    registry_.leave(this);
+    state_.client_buffer_bytes.fetch_sub(accounted_.load());
+    state_.connected_clients.fetch_sub(1);
+  }
 
-  void start() { read(); }
+  void start() {
+    registry_.enter(shared_from_this());
+    read();
+  }
+
+  // What this session's buffers hold allocated, as last accounted (read by other threads).
+  std::uint64_t buffer_bytes() const noexcept { return accounted_.load(); }
+  // Claims the session for eviction (once; the caller holds the registry's lock).
+  void claim_for_eviction() noexcept { evicted_.store(true); }
+  bool evicted() const noexcept { return evicted_.load(); }
+  std::uint64_t id() const noexcept { return client_.id; }
+  asio::any_io_executor executor() { return socket_.get_executor(); }
+
+  // Closes the socket and frees the buffers. Runs on the session's thread; again is harmless.
+  // A write still pending on output_ is cancelled by the close and never touches it again (its
+  // operations run only on this thread, which is here).
+  void close() {
+    boost::system::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+    std::string().swap(input_);
+    std::string().swap(output_);
+    account();
+  }
 
  private:
+  // Buffers emptied with more than this allocated are freed, so an idle client that once sent
+  // or received a large value does not keep its memory.
+  static constexpr std::size_t kKeepAllocated = 1u << 20;
+
+  // Brings the server-wide sum up to date with this session's buffers. Returns true when the
+  // session must close to bring the sum under the bound.
+  bool account() {
+    const std::uint64_t now = input_.capacity() + output_.capacity();
+    const std::uint64_t before = accounted_.exchange(now);
+    if (now <= before) {
+      state_.client_buffer_bytes.fetch_sub(before - now);
+      return false;
+    }
+    state_.client_buffer_bytes.fetch_add(now - before);
+    return registry_.enforce(this);
+  }
+
   void read() {
     client_.memo.forget();  // holds no filter while the client is idle (Keyspace::Memo)
     arm_idle_timer();
@@ -51,6 +120,7 @@ class Session : public std::enable_shared_from_this<Session> {
           self->idle_.cancel();
           if (error) return self->close();
           self->input_.append(self->chunk_.data(), bytes);
+          if (self->account()) return self->close();
           self->serve_input();
         });
   }
@@ -85,11 +155,13 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     pipeline_.flush(state_, client_, output_);
     input_.erase(0, offset);
+    if (input_.empty() && input_.capacity() > kKeepAllocated) std::string().swap(input_);
     const bool more_to_run = !close_after && output_.size() >= kMaxPendingOutput;
     if (!close_after && !more_to_run && input_.size() > parser_.max_buffered_bytes()) {
       ReplyWriter(output_, client_.proto).error("ERR Protocol error: client buffer limit exceeded");
       close_after = true;
     }
+    if (account()) return close();
     if (output_.empty()) {
       if (close_after) return close();
       return read();
@@ -98,6 +170,10 @@ class Session : public std::enable_shared_from_this<Session> {
                       [self = shared_from_this(), close_after, more_to_run](
                           boost::system::error_code error, std::size_t) {
                         self->output_.clear();
+                        if (self->output_.capacity() > kKeepAllocated) {
+                          std::string().swap(self->output_);
+                        }
+                        self->account();
                         if (error || close_after) return self->close();
                         if (more_to_run) return self->serve_input();
                         self->read();
@@ -116,16 +192,13 @@ class Session : public std::enable_shared_from_this<Session> {
         });
   }
 
-  void close() {
-    boost::system::error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
-  }
-
   tcp::socket socket_;
   asio::steady_timer idle_;
   ServerState& state_;
   const ServerOptions& options_;
+  ClientRegistry& registry_;
+  std::atomic<std::uint64_t> accounted_{0};
+  std::atomic<bool> evicted_{false};
   RequestParser parser_;
   ClientState client_;
   std::array<char, 16384> chunk_{};
@@ -135,6 +208,63 @@ class Session : public std::enable_shared_from_this<Session> {
   Pipeline pipeline_;
   std::uint64_t activity_ = 0;  // reads completed (on the session's thread)
 };
+
+void ClientRegistry::enter(const std::shared_ptr<Session>& session) {
+  const std::lock_guard lock(mutex_);
+  sessions_.emplace(session.get(), session);
+}
+
+void ClientRegistry::leave(const Session* session) {
+  const std::lock_guard lock(mutex_);
+  sessions_.erase(session);
+}
+
+bool ClientRegistry::enforce(const Session* grown) {
+  const std::uint64_t limit = state_.max_client_memory;
+  if (state_.client_buffer_bytes.load() <= limit) return false;
+  // Declared before the lock: a Session whose last owner is this vector is destroyed after the
+  // lock is released (its destructor calls leave()).
+  std::vector<std::shared_ptr<Session>> largest;
+  std::vector<std::shared_ptr<Session>> chosen;
+  bool close_grown = false;
+  {
+    const std::lock_guard lock(mutex_);
+    for (const auto& [address, weak] : sessions_) {
+      if (std::shared_ptr<Session> session = weak.lock()) largest.push_back(std::move(session));
+    }
+    std::sort(largest.begin(), largest.end(),
+              [](const auto& a, const auto& b) { return a->buffer_bytes() > b->buffer_bytes(); });
+    // Sessions chosen before and not closed yet still count in the sum: they are on their way
+    // out, and choosing others for their bytes would close more clients than the bound needs.
+    std::uint64_t total = state_.client_buffer_bytes.load();
+    for (const auto& session : largest) {
+      if (session->evicted()) total -= std::min(total, session->buffer_bytes());
+    }
+    for (const auto& session : largest) {
+      if (total <= limit) break;
+      const std::uint64_t bytes = session->buffer_bytes();
+      if (bytes == 0) break;
+      if (session->evicted()) continue;
+      session->claim_for_eviction();
+      total -= std::min(total, bytes);
+      state_.evicted_clients.fetch_add(1);
+      std::fprintf(stderr,
+                   "ccf serve: client %llu closed: it held %llu bytes of buffers, and all "
+                   "clients together more than --max-client-memory %llu\n",
+                   static_cast<unsigned long long>(session->id()),
+                   static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(limit));
+      if (session.get() == grown) {
+        close_grown = true;
+      } else {
+        chosen.push_back(session);
+      }
+    }
+  }
+  for (const auto& session : chosen) {
+    asio::post(session->executor(), [session] { session->close(); });
+  }
+  return close_grown;
+}
 
 // One io_context per I/O thread, each run by that thread alone: a session lives on one
 // context, so its handlers never run concurrently (no strand) and are never handed from one
@@ -198,8 +328,10 @@ class IoThreads {
 
 class Listener {
  public:
-  Listener(IoThreads& io, const ServerOptions& options, ServerState& state)
-      : io_(io),
+  Listener(IoThreads& io, const ServerOptions& options, ServerState& state,
+           ClientRegistry& registry)
+      : registry_(registry),
+        io_(io),
         acceptor_(io.first(), tcp::endpoint(asio::ip::make_address(options.bind), options.port)),
         backoff_(io.first()),
         options_(options),
@@ -234,10 +366,11 @@ class Listener {
     }
     // The session starts on its own context's thread, where all its handlers run.
     const asio::any_io_executor executor = socket.get_executor();
-    asio::post(executor, [session = std::make_shared<Session>(std::move(socket), state_,
-                                                              options_)] { session->start(); });
+    asio::post(executor, [session = std::make_shared<Session>(std::move(socket), state_, options_,
+                                                              registry_)] { session->start(); });
   }
 
+  ClientRegistry& registry_;
   IoThreads& io_;
   tcp::acceptor acceptor_;
   asio::steady_timer backoff_;
@@ -287,12 +420,14 @@ class PeriodicSaver {
 void run_server(const ServerOptions& options) {
   ServerState state;
   state.password = options.password;
+  state.max_client_memory = options.max_client_memory;
   if (!options.directory.empty()) {
     state.snapshot_file = options.directory / options.file_name;
     load_snapshot(state.keyspace, state.snapshot_file);
   }
+  ClientRegistry registry(state);  // before the contexts: it outlives the sessions they hold
   IoThreads io(options.threads, std::chrono::microseconds(options.busy_poll_us));
-  Listener listener(io, options, state);
+  Listener listener(io, options, state, registry);
   asio::signal_set signals(io.first(), SIGINT, SIGTERM);
   signals.async_wait([&](boost::system::error_code, int) { io.stop(); });
   listener.accept();

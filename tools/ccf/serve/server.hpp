@@ -3,8 +3,9 @@
 // round-robin. A session reads, parses every complete command in what it has (pipelining), runs
 // them in order on its I/O thread, writes all their replies in one write, and only then reads
 // again: a client that does not read its replies stops being read (back-pressure), so no client
-// can make the server buffer without bound. A session's handlers all run on its thread;
-// different clients' commands run in parallel.
+// can make the server buffer without bound, and the sum over all clients is bounded by
+// ServerOptions::max_client_memory. A session's handlers all run on its thread; different
+// clients' commands run in parallel.
 #pragma once
 
 #include <cstddef>
@@ -22,8 +23,12 @@ struct ServerOptions {
   unsigned threads = 2;
   // How long an I/O thread polls for work before it sleeps (microseconds; 0: never polls).
   unsigned busy_poll_us = 0;
-  std::string password;               // empty: no AUTH
-  std::size_t max_clients = 10000;    // more are told so and closed
+  std::string password;             // empty: no AUTH
+  std::size_t max_clients = 10000;  // more are told so and closed
+  // Every client's input and output buffers together: past this, the clients holding the most
+  // are closed until the sum is back under it (Redis's maxmemory-clients). One client alone may
+  // hold RespLimits' bound on input plus its pending replies.
+  std::uint64_t max_client_memory = std::uint64_t{512} << 20;
   unsigned idle_timeout_seconds = 0;  // 0: never close an idle client
   RespLimits limits;
   // Snapshots (snapshot.hpp): loaded at start, written by SAVE / BGSAVE, every

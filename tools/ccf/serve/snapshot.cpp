@@ -30,7 +30,12 @@ static_assert(std::endian::native == std::endian::little, "snapshots are little-
 class Writer {
  public:
   explicit Writer(const std::filesystem::path& file) : file_(file) {
-    fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // A NAME.tmp left by a crash (or planted: a link) is removed, not opened: the new one is
+    // created exclusively and never through a link, so a save writes no other file.
+    if (::unlink(file.c_str()) != 0 && errno != ENOENT) {
+      fail(file_, std::string("cannot remove the old temporary: ") + std::strerror(errno));
+    }
+    fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd_ < 0) fail(file_, std::string("cannot create: ") + std::strerror(errno));
     XXH3_INITSTATE(&state_);
     XXH3_64bits_reset(&state_);

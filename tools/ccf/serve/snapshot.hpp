@@ -6,9 +6,10 @@
 //     filter: header length u64, header, data length u64, data   (CfFilter's dump format)
 //     string: length u64, bytes
 //   then the XXH3 checksum (u64) of every byte before it.
-// A snapshot is written to NAME.tmp, fsynced, renamed over NAME and the directory fsynced, so a
-// crash at any point leaves the previous complete snapshot or the new one, never a torn file.
-// Loading verifies the checksum before it parses anything; a bad file is refused whole.
+// A snapshot is written to NAME.tmp (created exclusively, never through a link), fsynced, renamed
+// over NAME and the directory fsynced, so a crash at any point leaves the previous complete
+// snapshot or the new one, never a torn file. Loading verifies the checksum before it parses
+// anything; a bad file is refused whole.
 #pragma once
 
 #include <filesystem>

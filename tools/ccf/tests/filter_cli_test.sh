@@ -2,9 +2,11 @@
 # Shell-level tests of `ccf build | query | info | erase | merge`: every built key is found (no
 # false negatives, also after erasing other keys, after a merge, and on every shape), the
 # measured false-positive rate is near the one `info` expects, repeated keys are dropped,
-# binary keys work, and bad input (missing, foreign or truncated files, unsupported shapes,
-# empty input, too small a capacity, filters that cannot be merged) gets a clear error and its
-# exit code, writing nothing.
+# binary keys work, and bad input (missing, foreign, truncated or padded files, unsupported
+# shapes, empty or closed input, too small or unallocatable a capacity, filters that cannot be
+# merged) gets a clear error and its exit code, writing nothing. Files are written safely
+# (planted links, non-regular targets, failed writes, permissions, concurrent erases) and a
+# standard output that cannot be written is an error.
 # Usage: filter_cli_test.sh PATH/TO/ccf
 ccf=$(realpath "$1")
 source "$(dirname "$0")/checks.sh"
@@ -24,7 +26,9 @@ done
 
 check "build 12x4" "$ccf" build keys.txt -o w.ccf
 "$ccf" info w.ccf --json >info.json
-check "info counts the distinct keys" grep -q "\"items\": $n," info.json
+# items FILE: the item count `info --json` reports.
+items() { "$ccf" info "$1" --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["items"])'; }
+check "info counts the distinct keys" test "$(items w.ccf)" -eq "$n"
 # The measured false-positive rate lies within a factor 2 of the expected one.
 hits=$("$ccf" query w.ccf absent.txt --count || true)
 check "false-positive rate near the expected one" python3 - "$hits" info.json <<'PY'
@@ -39,14 +43,14 @@ expect_exit 1 "" bash -c "printf 'absent-1\nabsent-2\n' | '$ccf' query w.ccf --c
 
 # Repeated keys are dropped; the same file built from keys listed twice.
 check "build with repeats" "$ccf" build keys.txt keys.txt -o twice.ccf
-check "repeats are not stored" grep -q "\"items\": $n," <("$ccf" info twice.ccf --json)
+check "repeats are not stored" test "$(items twice.ccf)" -eq "$n"
 
 # Erase half the keys: the other half are all still found.
 awk 'NR % 2' keys.txt | sort -u >odd.txt
 awk 'NR % 2 == 0' keys.txt | sort -u | comm -23 - odd.txt >even.txt
 check "erase half" "$ccf" erase w.ccf odd.txt
 check "the kept half is all found" test "$("$ccf" query w.ccf even.txt --count)" -eq "$(wc -l <even.txt)"
-check "items after erase" grep -q "\"items\": $(wc -l <even.txt)," <("$ccf" info w.ccf --json)
+check "items after erase" test "$(items w.ccf)" -eq "$(wc -l <even.txt)"
 
 # Merge: two halves built with one capacity hold every key together; mismatches are refused.
 awk 'NR % 2' keys.txt >a.txt
@@ -84,6 +88,83 @@ expect_exit 3 "no keys in the input" "$ccf" build empty.txt -o e.ccf
 expect_exit 3 "filled up.*nothing was written" "$ccf" build keys.txt -o small.ccf --capacity 1000
 expect_exit 2 "unsupported cuckoo filter shape" "$ccf" build keys.txt -o s.ccf --fp-bits 13
 expect_exit 2 "" "$ccf" build keys.txt
-check "nothing written by failed builds" test ! -e m.ccf -a ! -e r.ccf -a ! -e e.ccf -a ! -e small.ccf -a ! -e s.ccf -a ! -e small.ccf.tmp
+check "nothing written by failed builds" test ! -e m.ccf -a ! -e r.ccf -a ! -e e.ccf -a ! -e small.ccf -a ! -e s.ccf
+check "no temporary left by failed builds" test -z "$(find . -name '.ccf-*.tmp')"
+
+# Output files (output_file.hpp). A link planted at the old fixed temporary name is not
+# followed: the file it points to keeps its bytes.
+echo secret >victim
+ln -s victim out.ccf.tmp
+check "build beside a planted link" "$ccf" build keys.txt -o out.ccf
+check "the planted link's target is untouched" test "$(cat victim)" = secret
+check "the output is a regular file" test -f out.ccf -a ! -L out.ccf
+# Targets that exist and are not regular files are refused (exit 2) and left as they were.
+ln -s victim link.ccf
+mkfifo fifo.ccf
+mkdir dir.ccf
+for target in link.ccf fifo.ccf dir.ccf /dev/null; do
+  expect_exit 2 "exists and is .*ccf writes only regular files" "$ccf" build keys.txt -o "$target"
+  expect_exit 2 "exists and is" "$ccf" merge a.ccf b.ccf -o "$target"
+done
+check "refused targets unchanged" test -L link.ccf -a -p fifo.ccf -a -d dir.ccf -a -c /dev/null
+check "their link's target unchanged" test "$(cat victim)" = secret
+expect_exit 2 "symbolic link" "$ccf" erase link.ccf odd.txt
+# A write that fails (here: past the file size limit, as a full disk would) names the file and
+# the system's reason, and leaves no temporary.
+expect_exit 3 "big.ccf: writing failed: File too large; nothing was written" \
+  bash -c "ulimit -f 8; trap '' XFSZ; exec '$ccf' build keys.txt -o big.ccf --capacity 1000000"
+check "no file or temporary after the failed write" test ! -e big.ccf -a -z "$(find . -name '.ccf-*.tmp')"
+# erase keeps the file's permissions.
+cp w.ccf mode.ccf
+chmod 640 mode.ccf
+check "erase of a 0640 file" "$ccf" erase mode.ccf even.txt
+check "it stays 0640" test "$(stat -c %a mode.ccf)" = 640
+
+# Two erases of one file at once are both applied (the file is locked for each).
+cp keys.txt all.txt
+check "build for concurrent erases" "$ccf" build all.txt -o both.ccf --capacity $((n + 1000))
+sort -u keys.txt | awk 'NR % 4 == 0' >q0.txt
+sort -u keys.txt | awk 'NR % 4 == 1' >q1.txt
+sort -u keys.txt | awk 'NR % 4 == 2' >q2.txt
+"$ccf" erase both.ccf q0.txt 2>/dev/null & e0=$!
+"$ccf" erase both.ccf q1.txt 2>/dev/null & e1=$!
+"$ccf" erase both.ccf q2.txt 2>/dev/null & e2=$!
+rc=0
+wait $e0 || rc=1
+wait $e1 || rc=1
+wait $e2 || rc=1
+check "concurrent erases succeed" test $rc -eq 0
+check "every erase is in the file" test "$(items both.ccf)" -eq $((n - $(cat q0.txt q1.txt q2.txt | wc -l)))
+
+# Standard output that cannot be written is an I/O error (exit 3), not a success.
+if [[ -w /dev/full ]]; then
+  expect_exit 3 "writing standard output failed: No space left on device" bash -c "'$ccf' query w.ccf even.txt >/dev/full"
+  expect_exit 3 "writing standard output failed" bash -c "'$ccf' info w.ccf >/dev/full"
+  expect_exit 3 "writing standard output failed" bash -c "'$ccf' info w.ccf --json >/dev/full"
+fi
+
+# info --json is JSON for any file name.
+cp w.ccf 'quote"back\slash.ccf'
+check "info --json escapes the file name" python3 -c '
+import json, subprocess, sys
+name = "quote\"back\\slash.ccf"
+report = json.loads(subprocess.run([sys.argv[1], "info", name, "--json"], check=True,
+                                   capture_output=True).stdout)
+sys.exit(0 if report["file"] == name else 1)' "$ccf"
+
+# A capacity in range that cannot be allocated names the capacity and the bytes it needs (the
+# system must refuse the mapping: not under overcommit_memory=1, which would grant it).
+if [[ $(cat /proc/sys/vm/overcommit_memory 2>/dev/null) != 1 ]]; then
+  expect_exit 3 "capacity 1099511627776: the filter's table needs at least 1649267441664 bytes" \
+    "$ccf" build keys.txt -o huge.ccf --capacity 1099511627776
+fi
+
+# Standard input: closed is an error; empty says that no key was read.
+expect_exit 3 "standard input is closed" bash -c "exec '$ccf' query w.ccf <&-"
+expect_exit 1 "no keys read" bash -c "'$ccf' query w.ccf </dev/null"
+
+# Bytes after a filter's payload: the file is refused, not half-read.
+cat w.ccf keys.txt >trailing.ccf
+expect_exit 3 "bytes after the filter's payload" "$ccf" info trailing.ccf
 
 finish

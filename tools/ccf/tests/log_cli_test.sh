@@ -90,4 +90,18 @@ expect_exit 2 "fsync" "$ccf" log --log store import binary.bin --fsync 0
 expect_exit 2 "required" "$ccf" log stats
 check "--help shows examples" bash -c "'$ccf' log --help | grep -q Examples"
 
+# Output files are written as the filter commands write them (output_file.hpp): a symbolic link
+# or other non-regular target is refused, a failed write names the reason and leaves nothing.
+echo secret >victim
+ln -s victim link.out
+expect_exit 2 "symbolic link" "$ccf" log --log store export binary.bin -o link.out
+expect_exit 2 "symbolic link" "$ccf" log --log store get --user file:binary.bin -o link.out
+check "the link's target is untouched" test "$(cat victim)" = secret
+expect_exit 3 "small.out: writing failed: File too large" \
+  bash -c "ulimit -f 8; trap '' XFSZ; exec '$ccf' log --log store export binary.bin -o small.out"
+check "no file or temporary after the failed export" test ! -e small.out -a -z "$(find . -name '.ccf-*.tmp')"
+if [[ -w /dev/full ]]; then
+  expect_exit 3 "writing standard output failed" bash -c "'$ccf' log --log store get --user file:binary.bin >/dev/full"
+fi
+
 finish

@@ -237,6 +237,20 @@ def show_command(args):
     return " ".join(shown)
 
 
+def info_fields(conn, *sections):
+    """INFO [SECTION ...] as {field: value} (bytes), with the section headers it had."""
+    reply = conn.call("INFO", *sections)
+    text = reply.data if isinstance(reply, Verbatim) else reply
+    fields, headers = {}, []
+    for line in text.split(b"\r\n"):
+        if line.startswith(b"# "):
+            headers.append(line[2:].decode())
+        elif b":" in line:
+            name, value = line.split(b":", 1)
+            fields[name.decode()] = value
+    return fields, headers
+
+
 class Conn:
     """One client connection: send commands, parse replies with their RESP types kept."""
 
@@ -2159,6 +2173,43 @@ class LimitsTest(unittest.TestCase):
         self.assertLess(grown_mib, 64, f"the server grew by {grown_mib:.0f} MiB")
         self.assertTrue(server.alive())
 
+    def test_clients_buffers_are_bounded_together(self):
+        """Ten clients each send 20 MB of a 60 MB argument and stop: each is within its own
+        bound, but together they pass --max-client-memory 64 MiB. The server closes the largest
+        until the sum is back under it, says so in INFO, and keeps serving a small client."""
+        server = self.start("--max-client-memory", str(64 << 20))
+        small = Conn(server.port)
+        self.addCleanup(small.close)
+        self.assertEqual(small.call("PING"), Simple("PONG"))
+        header = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$60000000\r\n"
+        big = []
+        for _ in range(10):
+            conn = Conn(server.port)
+            self.addCleanup(conn.close)
+            try:
+                conn.send_raw(header + b"x" * 20_000_000)
+            except OSError:
+                pass  # closed by the server while sending: what the bound is for
+            big.append(conn)
+        for _ in range(100):  # up to 10 s for the server to read what was sent
+            fields, _ = info_fields(small, "memory", "stats")
+            if int(fields["evicted_clients"]) >= 8:
+                break
+            time.sleep(0.1)
+        self.assertGreaterEqual(int(fields["evicted_clients"]), 8, fields)
+        self.assertLessEqual(int(fields["mem_clients_normal"]), 64 << 20, fields)
+        self.assertEqual(int(fields["maxmemory_clients"]), 64 << 20, fields)
+        self.assertLess(int(fields["used_memory_rss"]), 200 << 20, fields)
+        self.assertEqual(small.call("PING"), Simple("PONG"))
+        self.assertIn("more than --max-client-memory", server.stderr_tail())
+        # The defaults are reported too.
+        other = self.start()
+        conn = Conn(other.port)
+        self.addCleanup(conn.close)
+        fields, headers = info_fields(conn, "memory")
+        self.assertEqual(headers, ["Memory"])
+        self.assertEqual(int(fields["maxmemory_clients"]), 512 << 20)
+
     def test_one_client_too_many_is_refused(self):
         server = self.start("--max-clients", "2")
         first, second, third = (Conn(server.port) for _ in range(3))
@@ -2344,6 +2395,51 @@ class PersistenceTest(unittest.TestCase):
             self.assertReply(dst.call("CF.LOADCHUNK", "copy", iterator, data), OK)
         self.assertEqual(self.missing(dst, "copy", 8000, "m-"), [])
         self.assertReply(dst.call("CF.INFO", "copy"), info)
+
+    def test_a_failed_background_save_is_reported(self):
+        """BGSAVE into a directory that is gone: INFO persistence says err and why, LASTSAVE
+        stays 0, SAVE answers the reason; once the directory is back, both succeed and INFO
+        says ok."""
+        server, conn = self.start()
+        self.assertReply(conn.call("CF.ADD", "f", "a"), 1)
+        fields, headers = info_fields(conn, "persistence")
+        self.assertEqual(headers, ["Persistence"])
+        self.assertEqual(fields["rdb_last_bgsave_status"], b"ok")
+        self.assertEqual(int(fields["rdb_changes_since_last_save"]), 1)
+        os.rmdir(self.dir.name)
+        self.assertReply(conn.call("BGSAVE"), Simple("Background saving started"))
+        for _ in range(100):  # up to 10 s for the background save to end
+            fields, _ = info_fields(conn, "persistence")
+            if fields["rdb_bgsave_in_progress"] == b"0":
+                break
+            time.sleep(0.1)
+        self.assertEqual(fields["rdb_last_bgsave_status"], b"err", fields)
+        self.assertIn(b"No such file or directory", fields["ccf_last_save_error"])
+        self.assertEqual(int(fields["rdb_changes_since_last_save"]), 1)
+        self.assertEqual(conn.call("LASTSAVE"), 0)
+        reply = conn.call("SAVE")
+        self.assertIs(type(reply), Err, repr(reply))
+        self.assertIn("No such file or directory", reply.text)
+        os.mkdir(self.dir.name)
+        self.assertReply(conn.call("SAVE"), OK)
+        fields, _ = info_fields(conn, "persistence")
+        self.assertEqual(fields["rdb_last_bgsave_status"], b"ok", fields)
+        self.assertEqual(fields["ccf_last_save_error"], b"")
+        self.assertEqual(int(fields["rdb_changes_since_last_save"]), 0)
+        self.assertGreater(int(fields["rdb_last_save_time"]), 0)
+
+    def test_a_link_planted_at_the_temporary_name_is_not_followed(self):
+        server, conn = self.start()
+        victim = os.path.join(self.dir.name, "victim")
+        with open(victim, "w") as f:
+            f.write("secret")
+        os.symlink(victim, self.snapshot + ".tmp")
+        self.assertReply(conn.call("CF.ADD", "f", "a"), 1)
+        self.assertReply(conn.call("SAVE"), OK)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "secret")
+        self.assertFalse(os.path.islink(self.snapshot))
+        self.assertFalse(os.path.lexists(self.snapshot + ".tmp"))
 
     def test_save_without_a_directory_is_refused(self):
         server = Server()
