@@ -58,7 +58,8 @@ TEST(CopStateMachine, BadRopRecomputesThePrefix) {
   EXPECT_EQ(calls.verify, 3);
   EXPECT_EQ(calls.complete, 1);
   EXPECT_EQ(cop.backend().explicit_aborts(), 2u);
-  EXPECT_EQ(cop.stats().aborts_explicit, 2u);
+  EXPECT_EQ(cop.stats().aborts_bad_rop, 2u);  // counted under their own code
+  EXPECT_EQ(cop.stats().aborts_explicit, 0u);
 }
 
 TEST(CopStateMachine, WasLockedReusesTheOutputAndCostsNoRetry) {
@@ -81,6 +82,7 @@ TEST(CopStateMachine, ConflictsReuseTheOutputUntilMaxRetriesThenFallBack) {
   EXPECT_EQ(calls.whole, 1);
   EXPECT_EQ(cop.backend().begins(), 10u);
   EXPECT_EQ(cop.stats().fallbacks, 1u);
+  EXPECT_EQ(cop.stats().retries_exhausted, 1u);
 }
 
 TEST(CopStateMachine, CapacityAbortFallsBackAtOnce) {
@@ -90,6 +92,7 @@ TEST(CopStateMachine, CapacityAbortFallsBackAtOnce) {
   EXPECT_EQ(run(cop, calls), -1);
   EXPECT_EQ(cop.backend().begins(), 1u);
   EXPECT_EQ(calls.whole, 1);
+  EXPECT_EQ(cop.stats().retries_exhausted, 0u);
 }
 
 TEST(CopStateMachine, WithoutRtmEverythingRunsUnderTheLock) {

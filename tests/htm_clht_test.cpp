@@ -10,16 +10,20 @@
 #include <cstdint>
 #include <random>
 #include <unordered_map>
+#include <vector>
 
 #include "ccf/sync/simulated_backend.hpp"
 
 namespace {
 
 using ccf::Status;
+using ccf::sync::ElisionCounters;
+using ccf::sync::ElisionStats;
 using ccf::sync::SimulatedBackend;
 using ccf::sync::TxStatus;
 
 using FineSimulated = ccf::BasicClht<ccf::clht::BucketElided<SimulatedBackend>>;
+using FineCounted = ccf::BasicClht<ccf::clht::BucketElided<SimulatedBackend, 10, ElisionStats>>;
 using GlobalSimulated = ccf::HtmClht<ccf::sync::SlrElision<ccf::sync::McsLock, SimulatedBackend>>;
 
 // Random updates and lookups against a map; returns how many updates ran a section: every
@@ -84,7 +88,7 @@ TEST(HtmClhtFine, FailedUpdatesRunNoSection) {
 }
 
 TEST(HtmClhtFine, RetryableAbortsAreRetriedAndOthersFallBackToTheBucketLock) {
-  FineSimulated table(64);
+  FineCounted table(64);
   SimulatedBackend& rtm = table.writers().backend();
   // Three conflicts, then a commit: one insert, four attempts.
   rtm.script({TxStatus::aborted(TxStatus::kConflict | TxStatus::kRetry),
@@ -104,6 +108,15 @@ TEST(HtmClhtFine, RetryableAbortsAreRetriedAndOthersFallBackToTheBucketLock) {
   EXPECT_EQ(table.find(7), std::nullopt);
   EXPECT_EQ(table.find(8), 80u);
   EXPECT_EQ(table.size(), 1u);
+  // The counters say the same: a RETRY bit alone is no conflict (counted as "other").
+  const ElisionCounters c = table.writers().elision_stats();
+  EXPECT_EQ(c.started, 15u);
+  EXPECT_EQ(c.committed, 1u);
+  EXPECT_EQ(c.aborts_conflict, 12u);
+  EXPECT_EQ(c.aborts_other, 1u);
+  EXPECT_EQ(c.aborts_capacity, 1u);
+  EXPECT_EQ(c.fallbacks, 2u);
+  EXPECT_EQ(c.retries_exhausted, 1u);
 }
 
 TEST(HtmClhtFine, WithoutRtmItIsTheBucketLockedTable) {
@@ -132,6 +145,25 @@ TEST(HtmClht, AbortedSectionsFallBackToTheGlobalLock) {
   agree_with_a_map(table, 4);
   EXPECT_EQ(rtm.commits(), 0u);
   EXPECT_GT(rtm.begins(), 0u);
+}
+
+// The adaptive policy: sections that skip speculation (after capacity aborts and exhausted
+// budgets) run under the lock, and the table stays right.
+TEST(HtmClht, AdaptivePolicyKeepsTheTableRight) {
+  ccf::HtmClht<ccf::sync::AdaptiveElision<ccf::sync::McsLock, SimulatedBackend, 4, ElisionStats>>
+      table(4);
+  std::vector<TxStatus> script;
+  for (int i = 0; i < 40; ++i) {  // 40 aborts: skip periods up to 256 sections, then commits
+    script.push_back(i % 10 == 0 ? TxStatus::aborted(TxStatus::kCapacity)
+                                 : TxStatus::aborted(TxStatus::kConflict));
+  }
+  table.writers().elision().backend().script(std::move(script));
+  agree_with_a_map(table, 4);
+  const ElisionCounters c = table.writers().elision_stats();
+  EXPECT_GT(c.skipped, 0u);
+  EXPECT_GT(c.retries_exhausted, 0u);
+  EXPECT_GT(c.committed, 0u);  // after the script: every transaction commits
+  EXPECT_EQ(c.started, c.committed + c.aborted());
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "ccf/concurrent/coarse_cuckoo_filter.hpp"
 #include "ccf/sync/htm.hpp"
 #include "ccf/sync/phase_fair_lock.hpp"
+#include "eventually.hpp"
 
 namespace {
 
@@ -25,16 +26,7 @@ using ccf::sync::PhaseFairLock;
 static_assert(std::is_same_v<ccf::CoarseCuckooFilter<ccf::PackedTable<12, 4>>::policy_type,
                              ccf::CoarseSync<ccf::sync::LockOnly<PhaseFairLock>>>);
 
-// Waits, for at most 60 s, until pred() holds; returns whether it did.
-template <class Pred>
-bool eventually(Pred pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
+using ccf::testing::eventually;
 
 // A writer releases and at once asks again while a reader waits: the reader goes first.
 TEST(PhaseFairness, AWaitingReaderEntersBeforeTheNextWriter) {

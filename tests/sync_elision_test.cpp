@@ -144,6 +144,7 @@ TEST(TxStatus, DecodesTheXbeginStatusWord) {
 
 TEST(TxStatus, ReasonsAndRetryRule) {
   EXPECT_EQ(abort_reason(TxStatus::aborted_explicit(kAbortWasLocked)), AbortReason::kWasLocked);
+  EXPECT_EQ(abort_reason(TxStatus::aborted_explicit(kAbortBadRop)), AbortReason::kBadRop);
   EXPECT_EQ(abort_reason(TxStatus::aborted_explicit(7)), AbortReason::kExplicit);
   EXPECT_EQ(abort_reason(kCapacity), AbortReason::kCapacity);
   EXPECT_EQ(abort_reason(TxStatus::aborted(TxStatus::kCapacity | TxStatus::kConflict)),
@@ -453,6 +454,104 @@ TEST(ElisionStatistics, OffByDefault) {
   EXPECT_EQ(policy.backend().begins(), 2u);
 }
 
+TEST(ElisionStatistics, ExhaustedBudgetsAreCountedAsSuch) {
+  Traced<RetryElision, 3> t;
+  t.policy.backend().script({kConflict, kConflict, kConflict, kCapacity});
+  t.write();  // three conflicts: the budget is spent
+  t.write();  // a capacity abort: a fallback, but not an exhausted budget
+  const ElisionCounters c = t.policy.stats();
+  EXPECT_EQ(c.fallbacks, 2u);
+  EXPECT_EQ(c.retries_exhausted, 1u);
+  EXPECT_EQ(c.skipped, 0u);
+  EXPECT_DOUBLE_EQ(c.speculative_share(), 0.0);
+}
+
+TEST(ElisionStatistics, CountingCanBeTurnedOffAtRunTime) {
+  Traced<RetryElision> t;
+  ElisionStats::set_counting(false);
+  t.write();
+  ElisionStats::set_counting(true);
+  EXPECT_EQ(t.policy.stats().started, 0u);
+  EXPECT_EQ(t.policy.stats().committed, 0u);
+  t.write();
+  EXPECT_EQ(t.policy.stats().committed, 1u);
+  EXPECT_DOUBLE_EQ(t.policy.stats().speculative_share(), 1.0);
+}
+
+// ---- The adaptive policy (SkipAdaptation) ---------------------------------------------------
+
+// Runs `sections` write sections of t and returns how many transactions they began.
+template <class T>
+unsigned begins_over(T& t, unsigned sections) {
+  const unsigned before = t.policy.backend().begins();
+  for (unsigned i = 0; i < sections; ++i) t.write();
+  return t.policy.backend().begins() - before;
+}
+
+TEST(ElisionAdaptive, CommitsSpeculateEverySection) {
+  Traced<AdaptiveElision> t;
+  EXPECT_EQ(begins_over(t, 50), 50u);
+  EXPECT_EQ(t.policy.stats().committed, 50u);
+  EXPECT_EQ(t.policy.stats().skipped, 0u);
+  EXPECT_EQ(t.policy.adaptation().backoff(), 1u);
+}
+
+TEST(ElisionAdaptive, AHardAbortSkipsTheNextFewSectionsThenProbesAgain) {
+  Traced<AdaptiveElision> t;
+  t.policy.backend().script({kCapacity});
+  EXPECT_EQ(t.write(), 1u);  // aborted for capacity: under the lock
+  EXPECT_EQ(t.policy.adaptation().skip_count(), SkipAdaptation::kSkipAfterHardAbort);
+  t.log.clear();
+  EXPECT_EQ(begins_over(t, SkipAdaptation::kSkipAfterHardAbort), 0u);  // straight to the lock
+  EXPECT_EQ(std::count(t.log.begin(), t.log.end(), "lock"),
+            static_cast<std::ptrdiff_t>(SkipAdaptation::kSkipAfterHardAbort));
+  EXPECT_EQ(std::count(t.log.begin(), t.log.end(), "poll:free"), 0);  // nor waited for it
+  EXPECT_EQ(begins_over(t, 1), 1u);                                   // probes again, commits
+  const ElisionCounters c = t.policy.stats();
+  EXPECT_EQ(c.skipped, SkipAdaptation::kSkipAfterHardAbort);
+  EXPECT_EQ(c.fallbacks, SkipAdaptation::kSkipAfterHardAbort + 1);
+  EXPECT_EQ(c.committed, 1u);
+  EXPECT_EQ(t.runs, SkipAdaptation::kSkipAfterHardAbort + 2);  // every section ran once
+}
+
+TEST(ElisionAdaptive, ExhaustedBudgetsBackOffExponentiallyAndACommitResets) {
+  Traced<AdaptiveElision, 2> t;
+  t.policy.backend().script({}, kConflict);  // every transaction aborts
+  // Exhaustion k skips the next 2^(k-1) sections: speculation is tried ever more rarely.
+  for (std::uint32_t backoff = 1; backoff <= 16; backoff *= 2) {
+    EXPECT_EQ(begins_over(t, 1), 2u) << "backoff " << backoff;  // one budget, spent
+    EXPECT_EQ(t.policy.adaptation().skip_count(), backoff);
+    EXPECT_EQ(begins_over(t, backoff), 0u) << "backoff " << backoff;
+  }
+  EXPECT_EQ(t.policy.adaptation().backoff(), 32u);
+  const ElisionCounters spent = t.policy.stats();
+  EXPECT_EQ(spent.retries_exhausted, 5u);
+  EXPECT_EQ(spent.skipped, 1u + 2 + 4 + 8 + 16);
+  EXPECT_EQ(spent.committed, 0u);
+  t.policy.backend().script({});  // transactions commit again
+  EXPECT_EQ(begins_over(t, 1), 1u);
+  EXPECT_EQ(t.policy.adaptation().backoff(), 1u);
+  EXPECT_EQ(begins_over(t, 10), 10u);
+}
+
+TEST(ElisionAdaptive, TheBackoffIsBounded) {
+  Traced<AdaptiveElision, 1> t;
+  t.policy.backend().script({}, kConflict);
+  for (int i = 0; i < 2000; ++i) t.write();
+  EXPECT_EQ(t.policy.adaptation().backoff(), SkipAdaptation::kMaxBackoff);
+  EXPECT_LE(t.policy.adaptation().skip_count(), SkipAdaptation::kMaxBackoff);
+  // At the bound, one section in kMaxBackoff + 1 still probes.
+  EXPECT_EQ(begins_over(t, 10 * (SkipAdaptation::kMaxBackoff + 1)), 10u);
+}
+
+TEST(ElisionAdaptive, StateLivesOffTheLockLine) {
+  AdaptiveElision<McsLock, SimulatedBackend> policy;
+  const auto* lock = reinterpret_cast<const char*>(&policy.mutex());
+  const auto* state = reinterpret_cast<const char*>(&policy.adaptation());
+  EXPECT_GE(static_cast<std::size_t>(std::abs(state - lock)), kCacheLine);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(state) % kCacheLine, 0u);
+}
+
 // ---- Results of f ------------------------------------------------------------------------------
 
 TEST(ElisionResults, ValuesReferencesMoveOnlyAndVoidSurviveRetries) {
@@ -496,6 +595,7 @@ TEST(ElisionUnavailable, EveryPolicyGoesStraightToTheLock) {
   expect_lock_only_when_unavailable<SlrElision>();
   expect_lock_only_when_unavailable<ScmElision>();
   expect_lock_only_when_unavailable<MixElision>();
+  expect_lock_only_when_unavailable<AdaptiveElision>();
   EXPECT_FALSE(LockOnly<>::speculative());
 }
 
@@ -567,6 +667,7 @@ using RealPolicies =
                      ScmElision<ClhLock, RtmBackend, 20, ElisionStats>,
                      MixElision<TasLock, RtmBackend, 10, ElisionStats>,
                      MixElision<ReaderWriterLock<McsLock>, RtmBackend, 10, ElisionStats>,
+                     AdaptiveElision<McsLock, RtmBackend, 10, ElisionStats>,
                      LockOnly<McsLock, ElisionStats>,
                      LockOnly<ReaderWriterLock<TtasLock>, ElisionStats>>;
 TYPED_TEST_SUITE(RealBackendTest, RealPolicies);
@@ -615,6 +716,7 @@ TYPED_TEST(RealBackendTest, MutualExclusionWithEightThreads) {
   const ElisionCounters c = policy.stats();
   EXPECT_EQ(c.committed + c.fallbacks, std::uint64_t{kThreads} * kOps);
   EXPECT_EQ(c.started, c.committed + c.aborted());
+  EXPECT_LE(c.retries_exhausted + c.skipped, c.fallbacks);
   if (!policy.speculative()) {
     EXPECT_EQ(c.started, 0u);  // RTM absent: lock fallback was measured
     EXPECT_EQ(c.fallbacks, std::uint64_t{kThreads} * kOps);

@@ -20,6 +20,7 @@
 #include "ccf/sync/phase_fair_lock.hpp"
 #include "ccf/sync/rw_lock.hpp"
 #include "ccf/sync/spin_locks.hpp"
+#include "eventually.hpp"
 
 namespace {
 
@@ -45,16 +46,7 @@ void run_threads(unsigned threads, const std::function<void(unsigned)>& body) {
   for (auto& thread : pool) thread.join();
 }
 
-// Waits (with a deadline) until pred() holds; returns whether it did.
-template <class Pred>
-bool eventually(Pred pred) {
-  const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(100us);
-  }
-  return true;
-}
+using ccf::testing::eventually;
 
 // Section state: a plain counter and a relaxed "inside" flag (see the file comment).
 struct Section {

@@ -118,6 +118,7 @@ struct Output {
 struct RunArgs {
   RunConfig config;
   std::string dist = "uniform", keys = "range", pin = "default", init = "one";
+  std::string elision_stats = "on";
   Output out;
   CLI::App* command = nullptr;
 };
@@ -212,6 +213,11 @@ void add_run_command(CLI::App& app, RunArgs& a) {
       ->capture_default_str();
   run->add_option("--seed", a.config.seed, "seed of every key stream")
       ->transform(in_range(std::uint64_t{0}, kU64Max))
+      ->capture_default_str();
+  run->add_option("--elision-stats", a.elision_stats,
+                  "RTM-elided structures count transactions, aborts by cause and fallbacks "
+                  "(on), or not (off: what counting costs)")
+      ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   a.out.add_to(*run);
   run->footer(memory_note());
@@ -339,6 +345,7 @@ int dispatch(const CLI::App& app, bool list, RunArgs& run, FilterArgs& filter,
     run.config.scrambled_keys = run.keys == "scrambled";
     run.config.pin = parse_pin(run.pin);
     run.config.init_all = run.init == "all";
+    run.config.elision_stats = run.elision_stats == "on";
     run.out.write(run_benchmark(find_structure(run.config.structure), run.config));
   } else if (filter.command->parsed()) {
     filter.config.pin = parse_pin(filter.pin);

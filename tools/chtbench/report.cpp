@@ -7,7 +7,9 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 
 namespace chtbench {
 
@@ -36,6 +38,22 @@ double per_insert(const EventCount& e, const RunResult& r) {
                       : static_cast<double>(e.value) / static_cast<double>(inserts);
 }
 
+// Of the critical sections an RTM-elided structure ran in the timed phase, the share that
+// committed as transactions (adapters/elision_events.hpp); NaN for other structures.
+double speculative_share(const RunResult& r) {
+  const auto count = [&](std::string_view name) -> std::optional<std::uint64_t> {
+    for (const EventCount& e : r.events) {
+      if (e.name == name) return e.value;
+    }
+    return std::nullopt;
+  };
+  const auto committed = count("tx_committed"), fallbacks = count("lock_fallbacks");
+  if (!committed || !fallbacks || *committed + *fallbacks == 0) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  return static_cast<double>(*committed) / static_cast<double>(*committed + *fallbacks);
+}
+
 }  // namespace
 
 nlohmann::json to_json(const RunResult& r) {
@@ -57,6 +75,7 @@ nlohmann::json to_json(const RunResult& r) {
       {"init_threads", c.init_all ? "all" : "one"},
       {"repeat", c.repeat},
       {"batch", c.batch},
+      {"elision_stats", c.elision_stats},
       {"seed", c.seed},
       {"fp_bits", c.fp_bits},
       {"throughput_mops", r.throughput_mops},
@@ -81,6 +100,9 @@ nlohmann::json to_json(const RunResult& r) {
   for (const EventCount& e : r.events) {
     j["events"][e.name] = e.value;
     j["events_per_insert"][e.name] = number(per_insert(e, r));
+  }
+  if (const double share = speculative_share(r); !std::isnan(share)) {
+    j["speculative_share"] = share;
   }
   if (r.latency) {
     j["tsc_ghz"] = r.tsc_ghz;
@@ -212,10 +234,15 @@ std::string run_table(std::span<const RunResult> results) {
       "(harness: share of each operation's time spent in the harness itself, measured with "
       "the same workload over `null`)\n";
   for (const RunResult& r : results) {  // the structures' own event counts, if any
-    if (r.events.empty() || r.ops[OpClass::kPutSuc] == 0) continue;
+    if (r.events.empty()) continue;
     std::vector<std::string> parts;
     for (const EventCount& e : r.events) {
-      parts.push_back(fmt::format("{} {} ({:.4f}/insert)", e.name, e.value, per_insert(e, r)));
+      parts.push_back(r.ops[OpClass::kPutSuc] == 0 ? fmt::format("{} {}", e.name, e.value)
+                                                   : fmt::format("{} {} ({:.4f}/insert)", e.name,
+                                                                 e.value, per_insert(e, r)));
+    }
+    if (const double share = speculative_share(r); !std::isnan(share)) {
+      parts.push_back(fmt::format("speculative share {:.1f}%", 100 * share));
     }
     out += fmt::format("  {} n={} u={}: timed phase: {}\n", r.config.structure, r.config.threads,
                        r.config.update_pct, fmt::join(parts, ", "));

@@ -10,6 +10,7 @@
 #include <bit>
 #include <ccf/detail/page_buffer.hpp>
 #include <ccf/hash.hpp>
+#include <ccf/sync/elision_stats.hpp>
 #include <chrono>
 #include <fstream>
 #include <limits>
@@ -518,6 +519,7 @@ RunResult run_benchmark(const StructureInfo& info, const RunConfig& config,
   result.config = resolve(info, config);
   const RunConfig& c = result.config;
   require_memory(info, c);
+  ccf::sync::ElisionStats::set_counting(c.elision_stats);  // before any thread of the run starts
   result.workload = info.traits.filter ? "filter" : "set";
   if (c.latency) {  // calibrate before any timed phase
     result.tsc_ghz = tsc_ghz();

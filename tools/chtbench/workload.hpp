@@ -93,6 +93,9 @@ struct RunConfig {
   // of consecutive lookups to contains_many (hash ahead + prefetch where the structure has a
   // native batch API). 1 = one call per operation. Not combined with --latency.
   unsigned batch = 1;
+  // The elided structures count their transactions, aborts and fallbacks
+  // (ccf::sync::ElisionStats); off, to measure what the counting costs.
+  bool elision_stats = true;
 };
 
 struct RunResult {

@@ -55,6 +55,10 @@ class CoarseSync : public detail::ExclusiveSections {
 
   bool speculative() const noexcept { return sync_.speculative(); }
   Sync& sync() noexcept { return sync_; }
+  // The elision policy's counters (sync/elision_stats.hpp), when it keeps them.
+  sync::ElisionCounters elision_stats() const noexcept requires Sync::kCountsEvents {
+    return sync_.stats();
+  }
 
  private:
   mutable Sync sync_;

@@ -84,6 +84,10 @@ class CopSync {
 
   bool speculative() const noexcept { return executor_.speculative(); }
   Executor& executor() noexcept { return executor_; }
+  // The executor's counters (sync/elision_stats.hpp), when it keeps them.
+  sync::ElisionCounters elision_stats() const noexcept requires Executor::kCountsEvents {
+    return executor_.stats();
+  }
 
  private:
   mutable Executor executor_;

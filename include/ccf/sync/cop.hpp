@@ -36,15 +36,14 @@
 
 namespace ccf::sync {
 
-// The explicit abort code of a failed verification: the read-only prefix is stale.
-inline constexpr std::uint8_t kAbortBadRop = 0xFE;
-
 template <class Lock = McsLock, class Backend = RtmBackend,
           unsigned MaxRetries = kDefaultMaxRetries, class Stats = NoElisionStats>
 class CopExecutor {
   static_assert(ElidableLock<Lock>, "the lock must provide lock(), unlock() and is_locked()");
 
  public:
+  static constexpr bool kCountsEvents = Stats::kCounts;
+
   template <Access A, class Prefix, class Verify, class Complete, class Whole>
   std::invoke_result_t<Whole&> run(Prefix&& prefix, Verify&& verify, Complete&& complete,
                                    Whole&& whole) {
@@ -73,8 +72,12 @@ class CopExecutor {
         }
         stats_.record(abort_event(status));
         if (status.was_locked()) continue;
-        if (status.capacity() || ++retries >= MaxRetries) break;
-        if (status.explicit_abort() && status.code() == kAbortBadRop) {
+        if (status.capacity()) break;
+        if (++retries >= MaxRetries) {
+          stats_.record(ElisionEvent::kRetriesExhausted);
+          break;
+        }
+        if (status.bad_rop()) {
           out = prefix();
         } else if (!worth_retrying(status)) {
           break;  // Algorithm 5.10's can_retry(): e.g. an interrupt or an unknown explicit code

@@ -21,10 +21,14 @@
 //                 before retrying, so conflicting threads retry one at a time while the others
 //                 keep speculating; the main lock only after MaxRetries attempts.
 //   MixElision    MIX = SLR + SCM (thesis Algorithms 4.6/4.7): lazy subscription and aux lock.
+//   AdaptiveElision  `retry` whose speculation adapts per lock to the aborts it sees
+//                 (SkipAdaptation, below): after an abort retrying cannot cure, or a budget
+//                 spent on aborts, the lock's next sections skip speculation for a while.
 //   LockOnly      no speculation: the lock, in shared mode for read() when it has one.
 //
-// The four elision policies are one skeleton, BasicElision<Scheme, ...>; a Scheme says when the
-// lock is read (before f: eager; after f: lazy) and whether aborted threads serialize.
+// The elision policies are one skeleton, BasicElision<Scheme, ..., Adapt>; a Scheme says when the
+// lock is read (before f: eager; after f: lazy) and whether aborted threads serialize, an Adapt
+// policy whether a section speculates at all (NoAdaptation: always).
 //
 // Synchronization points of the skeleton (the lock's own orders are in spin_locks.hpp):
 //   (S1) eager subscription: inside the transaction, before f, read the lock; held => abort.
@@ -104,9 +108,11 @@
 // A SimulatedBackend is single-threaded: it gives no isolation, so never share it between threads.
 //
 // Statistics (opt-in, Stats = ElisionStats): attempts started, committed, aborts by reason,
-// fallbacks to the lock, aux-lock acquisitions; per-thread padded counters, relaxed, written
-// only outside transactions. started == committed + aborted() holds for every snapshot taken
-// while no operation runs. NoElisionStats (the default) compiles to nothing.
+// fallbacks to the lock (and of those: budgets exhausted, sections that skipped speculation),
+// aux-lock acquisitions; per-thread padded counters, relaxed, written only outside transactions.
+// started == committed + aborted() holds for every snapshot taken while no operation runs.
+// NoElisionStats (the default) compiles to nothing; ElisionStats::set_counting(false) turns
+// counting off at run time (the benchmarks measure its cost so).
 //
 // Progress: blocking (that of the fallback lock). Speculation adds no waiting of its own except
 // (S3), which waits for a lock holder. Do not nest elided sections; f must not throw inside a
@@ -118,6 +124,8 @@
 //   Status st = guard.write([&] { return table.insert(key); });
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <concepts>
 #include <cstdint>
 #include <mutex>
@@ -220,7 +228,66 @@ struct NoAuxLock {
 
 }  // namespace detail
 
-template <class Scheme, class Lock, class Backend, unsigned MaxRetries, class Stats>
+// Adapt policies: whether a section speculates, learned from what the lock's sections saw.
+// The skeleton calls skip() before a section's first attempt (true: straight to the lock),
+// hard_abort() after an abort retrying cannot cure, exhausted() after a budget spent on
+// retryable aborts, committed() after a commit -- all outside transactions.
+struct NoAdaptation {
+  static constexpr bool skip() noexcept { return false; }
+  static constexpr void hard_abort() noexcept {}
+  static constexpr void exhausted() noexcept {}
+  static constexpr void committed() noexcept {}
+};
+
+// Adaptation per lock, after glibc's adaptive lock elision (its adapt_count and
+// skip_lock_internal_abort / skip_lock_out_of_tbegin_retries, 3 each) with the backoff the thesis's
+// hand-tuned retry counts stand in for:
+//   (A1) while the lock's skip count is positive a section decrements it and takes the lock at
+//        once: no transaction, no wait;
+//   (A2) an abort retrying cannot cure (CAPACITY, an interrupt, a foreign explicit code) sets the
+//        skip count to kSkipAfterHardAbort: that section did not fit, and the next few of the
+//        lock are likely alike (a resize, a long cuckoo path);
+//   (A3) a budget exhausted by retryable aborts (conflicts, a lock held at every attempt) sets it
+//        to the current backoff, which then doubles up to kMaxBackoff: speculation that keeps
+//        failing is tried ever more rarely, and probed again after each skip period;
+//   (A4) a commit resets the backoff to 1 (a store only when it changed).
+// Its state sits on its own cache line, never beside the lock word that transactions read: its
+// stores (all outside transactions) abort no transaction. Two threads updating it at once may lose
+// an update, which only lengthens or shortens one skip period.
+class SkipAdaptation {
+ public:
+  static constexpr std::uint32_t kSkipAfterHardAbort = 3;
+  static constexpr std::uint32_t kMaxBackoff = 256;
+
+  bool skip() noexcept {
+    // Relaxed, here and below: a hint, not a synchronization; the lock orders the sections.
+    const std::uint32_t left = skip_.load(std::memory_order_relaxed);
+    if (left == 0) return false;
+    skip_.store(left - 1, std::memory_order_relaxed);
+    return true;
+  }
+  void hard_abort() noexcept { skip_.store(kSkipAfterHardAbort, std::memory_order_relaxed); }
+  void exhausted() noexcept {
+    const std::uint32_t backoff = backoff_.load(std::memory_order_relaxed);
+    skip_.store(backoff, std::memory_order_relaxed);
+    backoff_.store(std::min(2 * backoff, kMaxBackoff), std::memory_order_relaxed);
+  }
+  void committed() noexcept {
+    if (backoff_.load(std::memory_order_relaxed) != 1) {
+      backoff_.store(1, std::memory_order_relaxed);
+    }
+  }
+
+  std::uint32_t skip_count() const noexcept { return skip_.load(std::memory_order_relaxed); }
+  std::uint32_t backoff() const noexcept { return backoff_.load(std::memory_order_relaxed); }
+
+ private:
+  alignas(kCacheLine) std::atomic<std::uint32_t> skip_{0};
+  std::atomic<std::uint32_t> backoff_{1};
+};
+
+template <class Scheme, class Lock, class Backend, unsigned MaxRetries, class Stats,
+          class Adapt = NoAdaptation>
 class BasicElision {
   static_assert(ElidableLock<Lock>, "the lock must provide lock(), unlock() and is_locked()");
   static constexpr bool kLazy = Scheme::kLazySubscription;
@@ -231,6 +298,7 @@ class BasicElision {
   using lock_type = Lock;
   using backend_type = Backend;
   static constexpr unsigned kMaxRetries = MaxRetries;
+  static constexpr bool kCountsEvents = Stats::kCounts;
 
   // Runs f as a reader / a writer; returns f's result. f may run several times.
   template <class F>
@@ -248,6 +316,7 @@ class BasicElision {
   Lock& mutex() noexcept { return lock_; }
   McsLock& aux_mutex() noexcept requires kSerialize { return aux_; }
   Backend& backend() noexcept { return backend_; }
+  const Adapt& adaptation() const noexcept { return adapt_; }
   ElisionCounters stats() const noexcept { return stats_.snapshot(); }
   void reset_stats() noexcept { stats_.reset(); }
 
@@ -256,9 +325,10 @@ class BasicElision {
   std::invoke_result_t<F&> run(F& f) {
     using R = std::invoke_result_t<F&>;
     std::unique_lock<AuxLock> aux(aux_, std::defer_lock);  // (S4): released on every exit
-    if (backend_.available()) {
+    if (backend_.available() && !skip_speculation()) {
       bool wait_first = !kLazy;
-      for (unsigned attempt = 0; attempt < MaxRetries; ++attempt) {
+      unsigned attempt = 0;
+      for (; attempt < MaxRetries; ++attempt) {
         if (wait_first) wait_until_free<A>();  // (S3)
         stats_.record(ElisionEvent::kStarted);
         TxStatus status = backend_.begin();
@@ -268,13 +338,17 @@ class BasicElision {
             if (!kLazy || !detail::lock_busy<A>(lock_)) {  // (S2)
               backend_.end();
               stats_.record(ElisionEvent::kCommitted);
+              adapt_.committed();
               return std::move(result).get();
             }
           }
           status = backend_.template abort<kAbortWasLocked>();  // hardware: resumes at begin()
         }
         stats_.record(abort_event(status));
-        if (!worth_retrying(status)) break;
+        if (!worth_retrying(status)) {
+          adapt_.hard_abort();
+          break;
+        }
         wait_first = !kLazy || status.was_locked();
         if constexpr (kSerialize) {
           if (!status.was_locked() && !aux.owns_lock()) {  // (S4)
@@ -283,9 +357,19 @@ class BasicElision {
           }
         }
       }
+      if (attempt == MaxRetries) {
+        stats_.record(ElisionEvent::kRetriesExhausted);
+        adapt_.exhausted();
+      }
     }
     stats_.record(ElisionEvent::kFallback);
     return detail::run_locked<A>(lock_, f);
+  }
+
+  bool skip_speculation() noexcept {
+    if (!adapt_.skip()) return false;
+    stats_.record(ElisionEvent::kSkipped);
+    return true;
   }
 
   template <Access A>
@@ -298,6 +382,7 @@ class BasicElision {
   [[no_unique_address]] AuxLock aux_;
   [[no_unique_address]] Backend backend_;
   [[no_unique_address]] Stats stats_;
+  [[no_unique_address]] Adapt adapt_;
 };
 
 template <class Lock = McsLock, class Backend = RtmBackend,
@@ -316,11 +401,17 @@ template <class Lock = McsLock, class Backend = RtmBackend,
           unsigned MaxRetries = kDefaultMaxRetries, class Stats = NoElisionStats>
 using MixElision = BasicElision<scheme::Mix, Lock, Backend, MaxRetries, Stats>;
 
+template <class Lock = McsLock, class Backend = RtmBackend,
+          unsigned MaxRetries = kDefaultMaxRetries, class Stats = NoElisionStats>
+using AdaptiveElision =
+    BasicElision<scheme::Retry, Lock, Backend, MaxRetries, Stats, SkipAdaptation>;
+
 // No elision: every section under the lock (shared for read() when the lock has a shared side).
 template <class Lock = McsLock, class Stats = NoElisionStats>
 class LockOnly {
  public:
   using lock_type = Lock;
+  static constexpr bool kCountsEvents = Stats::kCounts;
 
   template <class F>
   std::invoke_result_t<F&> read(F&& f) {

@@ -9,6 +9,8 @@ namespace ccf::sync {
 
 // The explicit abort code of the subscriptions (S1)/(S2): the lock was held.
 inline constexpr std::uint8_t kAbortWasLocked = 0xFF;
+// The explicit abort code of a failed COP verification: the read-only prefix is stale (cop.hpp).
+inline constexpr std::uint8_t kAbortBadRop = 0xFE;
 
 class TxStatus {
  public:
@@ -41,6 +43,7 @@ class TxStatus {
   constexpr bool was_locked() const noexcept {
     return explicit_abort() && code() == kAbortWasLocked;
   }
+  constexpr bool bad_rop() const noexcept { return explicit_abort() && code() == kAbortBadRop; }
   constexpr std::uint32_t raw() const noexcept { return raw_; }
 
   friend constexpr bool operator==(TxStatus, TxStatus) = default;
@@ -49,11 +52,13 @@ class TxStatus {
   std::uint32_t raw_;
 };
 
-// One reason per abort, for statistics; the first that applies, in this order.
-enum class AbortReason : unsigned { kWasLocked, kExplicit, kCapacity, kConflict, kOther };
+// One reason per abort, for statistics; the first that applies, in this order. kExplicit: an
+// explicit abort with a code other than the two named ones.
+enum class AbortReason : unsigned { kWasLocked, kBadRop, kExplicit, kCapacity, kConflict, kOther };
 
 constexpr AbortReason abort_reason(TxStatus s) noexcept {
   if (s.was_locked()) return AbortReason::kWasLocked;
+  if (s.bad_rop()) return AbortReason::kBadRop;
   if (s.explicit_abort()) return AbortReason::kExplicit;
   if (s.capacity()) return AbortReason::kCapacity;
   if (s.conflict()) return AbortReason::kConflict;

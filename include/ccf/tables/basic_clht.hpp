@@ -181,6 +181,7 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
   bool speculative() const noexcept { return writers_.speculative(); }
   // The writers' policy (its locks, for statistics).
   Writers& writers() noexcept { return writers_; }
+  const Writers& writers() const noexcept { return writers_; }
 
   // Buckets (head and overflow) of every table still held, and the map object.
   std::size_t memory_bytes() const { return tables_.memory_bytes() + sizeof(*this); }

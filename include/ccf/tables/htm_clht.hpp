@@ -18,6 +18,8 @@
 //                            it is SCM with lazy (optimistic) subscription over TTAS -- our
 //                            reading, the scheme that differs from scm-ttas-mcs in that one
 //                            respect.
+//     htm_clht::Adaptive     beyond the thesis: retry over an MCS lock, its speculation
+//                            adapting to the aborts it sees (sync/htm.hpp, SkipAdaptation)
 //
 //   HtmClhtFine        the fine-grained variant: each update first runs as a transaction that
 //                      reads (subscribes to) its head bucket's lock word, retrying as
@@ -77,13 +79,19 @@ class GlobalElided {
 
   bool speculative() const noexcept { return elision_.speculative(); }
   Elision& elision() noexcept { return elision_; }
+  // The elision policy's counters (sync/elision_stats.hpp), when it keeps them.
+  sync::ElisionCounters elision_stats() const noexcept requires Elision::kCountsEvents {
+    return elision_.stats();
+  }
 
  private:
   Elision elision_;
 };
 
-// The bucket locks of ClhtLb, each elided: see the header.
-template <class Backend = sync::RtmBackend, unsigned MaxRetries = sync::kDefaultMaxRetries>
+// The bucket locks of ClhtLb, each elided: see the header. Stats as the elision policies'
+// (sync/elision_stats.hpp), for all bucket locks together.
+template <class Backend = sync::RtmBackend, unsigned MaxRetries = sync::kDefaultMaxRetries,
+          class Stats = sync::NoElisionStats>
 class BucketElided {
  public:
   static constexpr std::string_view kName = "HtmClhtFine";
@@ -91,23 +99,29 @@ class BucketElided {
   template <class Tables, class F>
   auto update(const Tables& tables, std::uint64_t h, F&& f) {
     if (backend_.available()) {
-      for (unsigned attempt = 0; attempt < MaxRetries; ++attempt) {
+      unsigned attempt = 0;
+      for (; attempt < MaxRetries; ++attempt) {
         auto* table = tables.current();
         auto& head = table->head(h);
         if (!wait_while_locked(head)) break;  // migrated: the fallback waits for the new table
+        stats_.record(sync::ElisionEvent::kStarted);
         sync::TxStatus status = backend_.begin();
         if (status.started()) {
           // Subscribed: a lock holder, or a migration, writes this word and aborts us.
           if (head.lock.load(std::memory_order_relaxed) == kFree) {
             auto result = f(head, *table);
             backend_.end();
+            stats_.record(sync::ElisionEvent::kCommitted);
             return result;
           }
           status = backend_.template abort<sync::kAbortWasLocked>();  // hardware: at begin()
         }
+        stats_.record(sync::abort_event(status));
         if (!sync::worth_retrying(status)) break;
       }
+      if (attempt == MaxRetries) stats_.record(sync::ElisionEvent::kRetriesExhausted);
     }
+    stats_.record(sync::ElisionEvent::kFallback);
     return locks_.update(tables, h, f);
   }
 
@@ -118,6 +132,9 @@ class BucketElided {
 
   bool speculative() const noexcept { return backend_.available(); }
   Backend& backend() noexcept { return backend_; }
+  sync::ElisionCounters elision_stats() const noexcept requires Stats::kCounts {
+    return stats_.snapshot();
+  }
 
  private:
   // Waits while a thread holds the bucket (lemming avoidance: an attempt now would abort);
@@ -135,6 +152,7 @@ class BucketElided {
 
   BucketLocks locks_;
   [[no_unique_address]] Backend backend_;
+  [[no_unique_address]] Stats stats_;
 };
 
 }  // namespace clht
@@ -151,6 +169,8 @@ using HtmRetry = HtmClht<sync::RetryElision<sync::McsLock>>;
 using ScmTtasMcs = HtmClht<sync::ScmElision<sync::TtasLock>>;
 using SlrScmMcs = HtmClht<sync::MixElision<sync::McsLock>>;
 using ScmTtasOpt = HtmClht<sync::MixElision<sync::TtasLock>>;
+// Beyond the thesis (see the header).
+using Adaptive = HtmClht<sync::AdaptiveElision<sync::McsLock>>;
 }  // namespace htm_clht
 
 }  // namespace ccf

@@ -21,11 +21,13 @@ struct Coarse {
   template <unsigned F>
   using type = ccf::CoarseCuckooFilter<ccf::PackedTable<F, 4>, Sync>;
 };
+// Every policy counts its events (adapters/elision_events.hpp; --elision-stats off measures
+// what counting costs): the lock-only ones their fallbacks, the elided ones their transactions.
 template <class Lock>
-using GlobalLock = sync::LockOnly<sync::ReaderWriterLock<Lock>>;
+using GlobalLock = sync::LockOnly<sync::ReaderWriterLock<Lock>, sync::ElisionStats>;
 template <template <class, class, unsigned, class> class Elision, unsigned Retries = 10>
 using Elided =
-    Elision<sync::ReaderWriterLock<sync::McsLock>, sync::RtmBackend, Retries, sync::NoElisionStats>;
+    Elision<sync::ReaderWriterLock<sync::McsLock>, sync::RtmBackend, Retries, sync::ElisionStats>;
 
 }  // namespace
 
@@ -53,6 +55,9 @@ void register_ccf_coarse_filters(Registry& r) {
       r, "ccf-rtm-scm", "coarse, RTM software-assisted conflict management (" + rtm + ")");
   add_concurrent_filter<Coarse<Elided<sync::MixElision>>::type, 12, 16>(
       r, "ccf-rtm-mix", "coarse, RTM SLR + SCM (" + rtm + ")");
+  add_concurrent_filter<Coarse<Elided<sync::AdaptiveElision>>::type, 12, 16>(
+      r, "ccf-rtm-adaptive",
+      "coarse, RTM retry <= 10 whose speculation adapts to its aborts (" + rtm + ")");
 }
 
 }  // namespace chtbench

@@ -12,7 +12,10 @@ namespace chtbench {
 namespace {
 
 template <unsigned F>
-using Cop = ccf::CopCuckooFilter<F, 4>;
+using Cop = ccf::CopCuckooFilter<
+    F, 4,
+    ccf::sync::CopExecutor<ccf::sync::ReaderWriterLock<ccf::sync::McsLock>, ccf::sync::RtmBackend,
+                           ccf::sync::kDefaultMaxRetries, ccf::sync::ElisionStats>>;
 template <unsigned F>
 using Striped = ccf::StripedCuckooFilter<F, 4, ccf::ReadMode::kOptimistic>;
 template <unsigned F>

@@ -2,8 +2,11 @@
 //   clht-lb     ClhtLb: one cache line per bucket, lock-free lookups, per-bucket locks, resize
 //   clht-lf     ClhtLf: one cache line per bucket, CAS updates on a snapshot word, resize
 //   htm-clht-<scheme>  HtmClht: one global lock elided with RTM by one of the thesis's six
-//                schemes (mcs, slr-mcs, htm-retry, scm-ttas-mcs, slr-scm-mcs, scm-ttas-opt)
+//                schemes (mcs, slr-mcs, htm-retry, scm-ttas-mcs, slr-scm-mcs, scm-ttas-opt), or
+//                by the adaptive policy (adaptive)
 //   htm-clht-fine  HtmClhtFine: the bucket locks, each elided with RTM
+// The HTM-CLHT variants are the library's (tables/htm_clht.hpp) with ElisionStats: they count
+// their transactions and fallbacks (adapters/elision_events.hpp).
 //   hopscotch, hopscotch-64  HopscotchMap<32 / 64>: neighbourhoods with hop bitmaps, segment
 //                seqlocks, store-free lookups, resize
 //   (cuckoo-map: ccf_cuckoo_map.cpp)
@@ -17,6 +20,14 @@
 #include "registry.hpp"
 
 namespace chtbench {
+namespace {
+
+namespace sync = ccf::sync;
+using Counted = sync::ElisionStats;
+template <template <class, class, unsigned, class> class Elision, class Lock>
+using Global = ccf::HtmClht<Elision<Lock, sync::RtmBackend, sync::kDefaultMaxRetries, Counted>>;
+
+}  // namespace
 
 void register_ccf_tables(Registry& r) {
   add_table<ccf::ClhtLb>(
@@ -30,16 +41,22 @@ void register_ccf_tables(Registry& r) {
   const auto global = [&](const char* scheme) {
     return std::string("ccf HTM-CLHT, one global lock, ") + scheme + " (" + rtm + ")";
   };
-  add_table<ccf::htm_clht::Mcs>(r, "htm-clht-mcs", global("MCS lock, no elision"));
-  add_table<ccf::htm_clht::SlrMcs>(r, "htm-clht-slr-mcs", global("SLR over MCS"));
-  add_table<ccf::htm_clht::HtmRetry>(r, "htm-clht-htm-retry", global("retry <= 10, then MCS"));
-  add_table<ccf::htm_clht::ScmTtasMcs>(r, "htm-clht-scm-ttas-mcs",
-                                       global("SCM over TTAS, MCS aux lock"));
-  add_table<ccf::htm_clht::SlrScmMcs>(r, "htm-clht-slr-scm-mcs", global("SLR + SCM over MCS"));
-  add_table<ccf::htm_clht::ScmTtasOpt>(r, "htm-clht-scm-ttas-opt",
-                                       global("SCM, lazy subscription, over TTAS"));
-  add_table<ccf::HtmClhtFine>(r, "htm-clht-fine",
-                              "ccf HTM-CLHT, bucket locks each elided with RTM (" + rtm + ")");
+  add_table<ccf::HtmClht<sync::LockOnly<sync::McsLock, Counted>>>(r, "htm-clht-mcs",
+                                                                  global("MCS lock, no elision"));
+  add_table<Global<sync::SlrElision, sync::McsLock>>(r, "htm-clht-slr-mcs", global("SLR over MCS"));
+  add_table<Global<sync::RetryElision, sync::McsLock>>(r, "htm-clht-htm-retry",
+                                                       global("retry <= 10, then MCS"));
+  add_table<Global<sync::ScmElision, sync::TtasLock>>(r, "htm-clht-scm-ttas-mcs",
+                                                      global("SCM over TTAS, MCS aux lock"));
+  add_table<Global<sync::MixElision, sync::McsLock>>(r, "htm-clht-slr-scm-mcs",
+                                                     global("SLR + SCM over MCS"));
+  add_table<Global<sync::MixElision, sync::TtasLock>>(r, "htm-clht-scm-ttas-opt",
+                                                      global("SCM, lazy subscription, over TTAS"));
+  add_table<Global<sync::AdaptiveElision, sync::McsLock>>(
+      r, "htm-clht-adaptive", global("retry <= 10 adapting to its aborts, then MCS"));
+  add_table<
+      ccf::BasicClht<ccf::clht::BucketElided<sync::RtmBackend, sync::kDefaultMaxRetries, Counted>>>(
+      r, "htm-clht-fine", "ccf HTM-CLHT, bucket locks each elided with RTM (" + rtm + ")");
   add_table<ccf::HopscotchMap<32>>(
       r, "hopscotch",
       "ccf HopscotchMap<32>: hop bitmaps, segment seqlocks, store-free lookups, resize");

@@ -15,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "adapters/elision_events.hpp"
 #include "registry.hpp"
 #include "structure.hpp"
 
@@ -44,6 +45,10 @@ concept CountsRestarts = requires(const F& f) {
 template <class F>
 concept PolicyCountsRestarts = requires(const F& f) {
   { f.policy().restarts() } -> std::convertible_to<std::uint64_t>;
+};
+template <class F>
+concept CountsElision = requires(const F& f) {
+  { f.policy().elision_stats() } -> std::same_as<ccf::sync::ElisionCounters>;
 };
 template <class F>
 concept CountsKcas = requires(const F& f) {
@@ -101,6 +106,7 @@ class FilterAdapter final : public StructureBase<FilterAdapter<F>> {
     if constexpr (PolicyCountsRestarts<F>) {
       counts.push_back({"restarts", filter_.policy().restarts()});
     }
+    if constexpr (CountsElision<F>) add_elision_events(filter_.policy().elision_stats(), counts);
     return counts;
   }
 

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "adapters/elision_events.hpp"
 #include "registry.hpp"
 
 namespace chtbench {
@@ -31,7 +32,12 @@ class TableSet final : public StructureBase<TableSet<Table>> {
   std::size_t capacity() const override { return table_.capacity(); }
   std::size_t memory_bytes() const override { return table_.memory_bytes(); }
   std::vector<EventCount> event_counts() const override {
-    return {{"resizes", table_.resizes()}, {"resize_ns", table_.resize_nanoseconds()}};
+    std::vector<EventCount> counts{{"resizes", table_.resizes()},
+                                   {"resize_ns", table_.resize_nanoseconds()}};
+    if constexpr (requires { table_.writers().elision_stats(); }) {
+      add_elision_events(table_.writers().elision_stats(), counts);
+    }
+    return counts;
   }
 
  private:
