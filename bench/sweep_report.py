@@ -8,6 +8,9 @@
                                                  2-thread / 1-thread scaling of structure and probe
   sweep_report.py plot OUT.csv OUT.png          throughput per structure, one panel per u
                                                  (gnuplot)
+  sweep_report.py aborts OUT.csv OUT.png        RTM-elided structures: where their critical
+                                                 sections ended (committed, or which fallback)
+                                                 and their aborts per section by cause (gnuplot)
   sweep_report.py inserts OUT.csv               Markdown for `chtbench filter` sweeps
                                                  (bench/insert_sweep.sh): median construction
                                                  M inserts/s (load reached) per structure x n,
@@ -191,6 +194,63 @@ def plot(path, png):
     subprocess.run(["gnuplot"], input="\n".join(script), text=True, check=True)
 
 
+# The elision counters (docs/chtbench.md, "Event counts"): a section ends committed or under the
+# lock, and a fallback follows a spent budget, a skip (adaptive policy), or anything else (an abort
+# retrying cannot cure; every section where there is no RTM).
+OUTCOMES = [("committed", lambda e: e["tx_committed"]),
+            ("budget spent", lambda e: e["retries_exhausted"]),
+            ("skipped", lambda e: e["skipped"]),
+            ("other fallback",
+             lambda e: e["lock_fallbacks"] - e["retries_exhausted"] - e["skipped"])]
+ABORTS = ["aborts_conflict", "aborts_capacity", "aborts_was_locked", "aborts_bad_rop",
+          "aborts_explicit", "aborts_other"]
+
+
+def aborts(path, png):
+    runs = []
+    for row in read(path):
+        if not row.get("events.tx_started"):
+            continue
+        events = {k.split(".", 1)[1]: int(float(v or 0)) for k, v in row.items()
+                  if k.startswith("events.")}
+        sections = events["tx_committed"] + events["lock_fallbacks"]
+        if sections == 0:
+            continue
+        label = f"{row['structure']} u{row['update_pct']} n{row['threads']}"
+        runs.append((label, [f(events) / sections for _, f in OUTCOMES],
+                     [events[a] / sections for a in ABORTS]))
+    if not runs:
+        sys.exit(f"{path}: no run of an RTM-elided structure (no events.tx_started column)")
+    with tempfile.NamedTemporaryFile("w", suffix=".dat", delete=False) as data:
+        for label, outcome, abort in runs:
+            data.write(f'"{label}" ' + " ".join(f"{v:.6f}" for v in outcome + abort) + "\n")
+    machines = sorted({f"{row.get('cpu', '?')} ({row.get('rtm', '?')})" for row in read(path)
+                       if row.get("events.tx_started")})
+    script = [
+        f"set terminal pngcairo size {900 + 12 * len(runs)},{520} font ',9'",
+        f"set output '{png}'",
+        "set termoption noenhanced",
+        f"set multiplot layout 1,2 title 'RTM-elided structures on {'; '.join(machines)}'",
+        "set style data histograms",
+        "set style histogram rowstacked",
+        "set style fill solid 0.8 border -1",
+        "set boxwidth 0.75",
+        "set xtics rotate by -60 scale 0",
+        "set grid ytics",
+        "set key outside top center horizontal",
+        "set yrange [0:*]",
+        "set title 'where each critical section ended (share of sections)'",
+        "plot " + ", ".join(f"'{data.name}' using {2 + k}{':xtic(1)' if k == 0 else ''} "
+                            f"title '{name}'" for k, (name, _) in enumerate(OUTCOMES)),
+        "set title 'aborts per critical section, by cause'",
+        "plot " + ", ".join(f"'{data.name}' using {2 + len(OUTCOMES) + k}"
+                            f"{':xtic(1)' if k == 0 else ''} title '{name[7:]}'"
+                            for k, name in enumerate(ABORTS)),
+        "unset multiplot",
+    ]
+    subprocess.run(["gnuplot"], input="\n".join(script), text=True, check=True)
+
+
 def main(argv):
     if len(argv) >= 2 and argv[1] == "csv":
         to_csv(argv[2:])
@@ -200,6 +260,8 @@ def main(argv):
         inserts(argv[2])
     elif len(argv) == 4 and argv[1] == "plot":
         plot(argv[2], argv[3])
+    elif len(argv) == 4 and argv[1] == "aborts":
+        aborts(argv[2], argv[3])
     else:
         sys.exit(__doc__)
 

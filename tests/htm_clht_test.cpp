@@ -109,14 +109,13 @@ TEST(HtmClhtFine, RetryableAbortsAreRetriedAndOthersFallBackToTheBucketLock) {
   EXPECT_EQ(table.find(8), 80u);
   EXPECT_EQ(table.size(), 1u);
   // The counters say the same: a RETRY bit alone is no conflict (counted as "other").
-  const ElisionCounters c = table.writers().elision_stats();
-  EXPECT_EQ(c.started, 15u);
-  EXPECT_EQ(c.committed, 1u);
-  EXPECT_EQ(c.aborts_conflict, 12u);
-  EXPECT_EQ(c.aborts_other, 1u);
-  EXPECT_EQ(c.aborts_capacity, 1u);
-  EXPECT_EQ(c.fallbacks, 2u);
-  EXPECT_EQ(c.retries_exhausted, 1u);
+  EXPECT_EQ(table.writers().elision_stats(), (ElisionCounters{.started = 15,
+                                                              .committed = 1,
+                                                              .aborts_capacity = 1,
+                                                              .aborts_conflict = 12,
+                                                              .aborts_other = 1,
+                                                              .fallbacks = 2,
+                                                              .retries_exhausted = 1}));
 }
 
 TEST(HtmClhtFine, WithoutRtmItIsTheBucketLockedTable) {

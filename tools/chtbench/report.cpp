@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ccf/sync/rtm_backend.hpp>
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -10,6 +11,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+
+#include "topology.hpp"
 
 namespace chtbench {
 
@@ -76,6 +79,8 @@ nlohmann::json to_json(const RunResult& r) {
       {"repeat", c.repeat},
       {"batch", c.batch},
       {"elision_stats", c.elision_stats},
+      {"cpu", cpu_model()},
+      {"rtm", ccf::sync::describe(ccf::sync::rtm_support())},
       {"seed", c.seed},
       {"fp_bits", c.fp_bits},
       {"throughput_mops", r.throughput_mops},

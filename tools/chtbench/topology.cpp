@@ -4,7 +4,9 @@
 #include <hwloc.h>
 
 #include <algorithm>
+#include <fstream>
 #include <stdexcept>
+#include <string>
 
 namespace chtbench {
 
@@ -26,6 +28,20 @@ std::string_view to_string(Pin pin) {
       return "balanced";
   }
   return "?";
+}
+
+const std::string& cpu_model() {
+  static const std::string model = [] {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);) {
+      if (line.starts_with("model name")) {
+        const std::size_t colon = line.find(':');
+        if (colon != std::string::npos && colon + 2 <= line.size()) return line.substr(colon + 2);
+      }
+    }
+    return std::string("unknown CPU");
+  }();
+  return model;
 }
 
 const Topology& Topology::get() {

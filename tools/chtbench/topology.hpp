@@ -21,6 +21,9 @@ enum class Pin { kDefault, kCompact, kBalanced };
 Pin parse_pin(std::string_view text);  // throws std::invalid_argument
 std::string_view to_string(Pin pin);
 
+// The CPU's model name (/proc/cpuinfo), which every result names: "unknown CPU" if unreadable.
+const std::string& cpu_model();
+
 class Topology {
  public:
   // The machine's topology, loaded once.

@@ -29,6 +29,8 @@ struct ElisionCounters {
     return aborts_was_locked + aborts_bad_rop + aborts_explicit + aborts_capacity +
            aborts_conflict + aborts_other;
   }
+  friend bool operator==(const ElisionCounters&, const ElisionCounters&) = default;
+
   // Critical sections that committed as transactions, of all sections run.
   double speculative_share() const noexcept {
     const std::uint64_t sections = committed + fallbacks;

@@ -18,10 +18,27 @@ namespace {
 TEST(Report, RunJsonHasTheSchemaFields) {
   const RunConfig c{.update_pct = 20, .initial = 1u << 10, .duration_ms = 20, .latency = true};
   const nlohmann::json j = to_json(run_benchmark(*registry().find("std-set-rwlock"), c));
-  for (const char* key :
-       {"structure", "threads", "update_pct", "initial", "range", "duration_ms", "dist", "keys",
-        "pin", "throughput_mops", "ops", "memory_bytes", "rss_growth_bytes", "limit_mops",
-        "ratio_to_limit", "latency_ns", "tsc_ghz", "repeat_mops"}) {
+  for (const char* key : {"structure",
+                          "threads",
+                          "update_pct",
+                          "initial",
+                          "range",
+                          "duration_ms",
+                          "dist",
+                          "keys",
+                          "pin",
+                          "throughput_mops",
+                          "ops",
+                          "memory_bytes",
+                          "rss_growth_bytes",
+                          "limit_mops",
+                          "ratio_to_limit",
+                          "latency_ns",
+                          "tsc_ghz",
+                          "repeat_mops",
+                          "cpu",
+                          "rtm",
+                          "elision_stats"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j["structure"], "std-set-rwlock");
