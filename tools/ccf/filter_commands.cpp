@@ -157,7 +157,10 @@ class FileLock {
       fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd_ < 0) throw ToolError(path + ": cannot open for reading: " + std::strerror(errno));
       struct stat held, named;
-      if (::flock(fd_, LOCK_EX) != 0) {
+      int locked;
+      while ((locked = ::flock(fd_, LOCK_EX)) != 0 && errno == EINTR) {
+      }
+      if (locked != 0) {
         const int error = errno;
         ::close(fd_);
         throw ToolError(path + ": cannot lock: " + std::strerror(error));

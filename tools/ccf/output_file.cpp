@@ -91,14 +91,20 @@ OutputFile::OutputFile(std::string target) : target_(std::move(target)), stream_
   for (int attempt = 0; fd < 0; ++attempt) {
     const std::uint64_t name = (std::uint64_t{random()} << 32) | random();
     temporary_ = fmt::format("{}/.ccf-{:016x}.tmp", directory, name);
-    fd = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    fd = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && (errno != EEXIST || attempt == 16)) {
       const int error = errno;
       temporary_.clear();  // not ours: nothing to remove
       fail("cannot create a temporary file in " + directory, error);
     }
   }
-  buffer_ = std::make_unique<FdBuffer>(fd);
+  try {
+    buffer_ = std::make_unique<FdBuffer>(fd);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(temporary_.c_str());
+    throw;
+  }
   stream_.rdbuf(buffer_.get());
 }
 
@@ -108,6 +114,7 @@ OutputFile::~OutputFile() {
 }
 
 void OutputFile::fail(const std::string& what, int error) {
+  stream_.rdbuf(nullptr);
   if (buffer_) {
     ::close(buffer_->fd());
     buffer_.reset();
@@ -116,6 +123,18 @@ void OutputFile::fail(const std::string& what, int error) {
   temporary_.clear();
   throw ToolError(
       fmt::format("{}: {}: {}; nothing was written", target_, what, std::strerror(error)));
+}
+
+// The old file's permissions, or for a new file what open(..., 0666) would give: 0666 less the
+// umask (read by setting it and back: ccf writes its files from one thread).
+mode_t OutputFile::target_mode() const {
+  struct stat existing;
+  if (::lstat(target_.c_str(), &existing) == 0 && S_ISREG(existing.st_mode)) {
+    return existing.st_mode & 07777;
+  }
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return 0666 & ~mask;
 }
 
 bool OutputFile::write_failed() const noexcept {
@@ -128,12 +147,9 @@ void OutputFile::commit() {
     fail("writing failed", buffer_->error() != 0 ? buffer_->error() : EIO);
   }
   const int fd = buffer_->fd();
-  struct stat existing;
-  if (::lstat(target_.c_str(), &existing) == 0 && S_ISREG(existing.st_mode) &&
-      ::fchmod(fd, existing.st_mode & 07777) != 0) {
-    fail("cannot give the new file the old one's permissions", errno);
-  }
+  if (::fchmod(fd, target_mode()) != 0) fail("cannot set the new file's permissions", errno);
   if (::fsync(fd) != 0) fail("fsync failed", errno);
+  stream_.rdbuf(nullptr);
   buffer_.reset();
   if (::close(fd) != 0) fail("close failed", errno);
   if (::rename(temporary_.c_str(), target_.c_str()) != 0) fail("rename failed", errno);

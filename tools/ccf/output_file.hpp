@@ -3,7 +3,8 @@
 //   1. The target, if it exists, must be a regular file. A symbolic link, directory, device or
 //      FIFO is refused before any work (check_output_target, a usage error: exit 2).
 //   2. Bytes go to a new temporary in the target's directory, created with O_CREAT | O_EXCL |
-//      O_NOFOLLOW under an unpredictable name: no planted file or link is ever opened.
+//      O_NOFOLLOW under an unpredictable name, readable by its owner only while it is written:
+//      no planted file or link is ever opened, and no one else reads a half-written file.
 //   3. commit() flushes, fsyncs, gives the temporary the target's permissions (a new file: 0666
 //      less the umask), renames it over the target and fsyncs the directory. rename() replaces
 //      the name itself and never follows a link, so a link swapped in after the check of 1 is
@@ -38,6 +39,7 @@ class OutputFile {
  private:
   class FdBuffer;
   [[noreturn]] void fail(const std::string& what, int error);
+  mode_t target_mode() const;
 
   std::string target_;
   std::string temporary_;

@@ -82,8 +82,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Closes the socket and frees the buffers. Runs on the session's thread; again is harmless.
   // A write still pending on output_ is cancelled by the close and never touches it again (its
-  // operations run only on this thread, which is here).
+  // operations run only on this thread, which is here). A completion already queued with
+  // success still runs: the handlers check closed_ first, so it serves and buffers nothing.
   void close() {
+    closed_ = true;
     boost::system::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_both, ignored);
     socket_.close(ignored);
@@ -118,7 +120,7 @@ class Session : public std::enable_shared_from_this<Session> {
         [self = shared_from_this()](boost::system::error_code error, std::size_t bytes) {
           ++self->activity_;  // the idle timer armed for this read no longer closes
           self->idle_.cancel();
-          if (error) return self->close();
+          if (error || self->closed_) return self->close();
           self->input_.append(self->chunk_.data(), bytes);
           if (self->account()) return self->close();
           self->serve_input();
@@ -174,7 +176,7 @@ class Session : public std::enable_shared_from_this<Session> {
                           std::string().swap(self->output_);
                         }
                         self->account();
-                        if (error || close_after) return self->close();
+                        if (error || close_after || self->closed_) return self->close();
                         if (more_to_run) return self->serve_input();
                         self->read();
                       });
@@ -199,6 +201,7 @@ class Session : public std::enable_shared_from_this<Session> {
   ClientRegistry& registry_;
   std::atomic<std::uint64_t> accounted_{0};
   std::atomic<bool> evicted_{false};
+  bool closed_ = false;  // on the session's thread only
   RequestParser parser_;
   ClientState client_;
   std::array<char, 16384> chunk_{};
@@ -224,26 +227,28 @@ bool ClientRegistry::enforce(const Session* grown) {
   if (state_.client_buffer_bytes.load() <= limit) return false;
   // Declared before the lock: a Session whose last owner is this vector is destroyed after the
   // lock is released (its destructor calls leave()).
-  std::vector<std::shared_ptr<Session>> largest;
+  std::vector<std::pair<std::uint64_t, std::shared_ptr<Session>>> largest;
   std::vector<std::shared_ptr<Session>> chosen;
   bool close_grown = false;
   {
     const std::lock_guard lock(mutex_);
+    // Each session's bytes read once: other threads change them meanwhile, and a sort whose
+    // keys change under it is undefined.
     for (const auto& [address, weak] : sessions_) {
-      if (std::shared_ptr<Session> session = weak.lock()) largest.push_back(std::move(session));
+      if (std::shared_ptr<Session> session = weak.lock()) {
+        largest.emplace_back(session->buffer_bytes(), std::move(session));
+      }
     }
     std::sort(largest.begin(), largest.end(),
-              [](const auto& a, const auto& b) { return a->buffer_bytes() > b->buffer_bytes(); });
+              [](const auto& a, const auto& b) { return a.first > b.first; });
     // Sessions chosen before and not closed yet still count in the sum: they are on their way
     // out, and choosing others for their bytes would close more clients than the bound needs.
     std::uint64_t total = state_.client_buffer_bytes.load();
-    for (const auto& session : largest) {
-      if (session->evicted()) total -= std::min(total, session->buffer_bytes());
+    for (const auto& [bytes, session] : largest) {
+      if (session->evicted()) total -= std::min(total, bytes);
     }
-    for (const auto& session : largest) {
+    for (const auto& [bytes, session] : largest) {
       if (total <= limit) break;
-      const std::uint64_t bytes = session->buffer_bytes();
-      if (bytes == 0) break;
       if (session->evicted()) continue;
       session->claim_for_eviction();
       total -= std::min(total, bytes);

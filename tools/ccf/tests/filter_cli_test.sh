@@ -114,11 +114,14 @@ expect_exit 2 "symbolic link" "$ccf" erase link.ccf odd.txt
 expect_exit 3 "big.ccf: writing failed: File too large; nothing was written" \
   bash -c "ulimit -f 8; trap '' XFSZ; exec '$ccf' build keys.txt -o big.ccf --capacity 1000000"
 check "no file or temporary after the failed write" test ! -e big.ccf -a -z "$(find . -name '.ccf-*.tmp')"
-# erase keeps the file's permissions.
+# A new file gets 0666 less the umask (the temporary is 0600 while written); erase keeps the
+# file's permissions.
 cp w.ccf mode.ccf
 chmod 640 mode.ccf
 check "erase of a 0640 file" "$ccf" erase mode.ccf even.txt
 check "it stays 0640" test "$(stat -c %a mode.ccf)" = 640
+check "build under umask 027" bash -c "umask 027; exec '$ccf' build keys.txt -o umask.ccf 2>/dev/null"
+check "the new file is 0640" test "$(stat -c %a umask.ccf)" = 640
 
 # Two erases of one file at once are both applied (the file is locked for each).
 cp keys.txt all.txt
