@@ -549,8 +549,11 @@ class Server:
         self.stop()
         report = None
         if getattr(self, "tmpdir", None):
-            with open(self.err_path, "rb") as err:
-                text = err.read().decode("utf-8", "replace")
+            try:
+                with open(self.err_path, "rb") as err:
+                    text = err.read().decode("utf-8", "replace")
+            except OSError:
+                text = ""
             match = re.search(r"(WARNING: ThreadSanitizer|ERROR: AddressSanitizer|"
                               r"ERROR: LeakSanitizer|runtime error:).*", text)
             if match:
