@@ -47,7 +47,16 @@ TEST_P(SmokeRun, Run) {
   EXPECT_GT(r.harness_share, 0);
   EXPECT_EQ(r.false_negatives, 0u);
   ASSERT_TRUE(r.latency.has_value());
-  EXPECT_GT((*r.latency)[static_cast<std::size_t>(OpClass::kGetSuc)].samples, 0u);
+  // A thread that runs does whole rounds of 64 operations and times the 64th of each, so there
+  // are samples, never more in a class than it had operations; which classes get them is
+  // chance (a short run on a busy machine may time no successful lookup).
+  std::uint64_t samples = 0;
+  for (std::size_t k = 0; k < kOpClasses; ++k) {
+    EXPECT_LE((*r.latency)[k].samples, r.ops.n[k]) << k;
+    samples += (*r.latency)[k].samples;
+  }
+  EXPECT_GT(samples, 0u);
+  EXPECT_LE(samples, r.ops.total() / 64);
 }
 
 // The timed loop without latency sampling: operations drawn a chunk at a time, runs of lookups
