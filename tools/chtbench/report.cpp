@@ -240,8 +240,9 @@ std::string run_table(std::span<const RunResult> results) {
       "the same workload over `null`)\n";
   for (const RunResult& r : results) {  // the structures' own event counts, if any
     if (r.events.empty()) continue;
-    std::vector<std::string> parts;
+    std::vector<std::string> parts;  // the events that happened (JSON and CSV carry every count)
     for (const EventCount& e : r.events) {
+      if (e.value == 0) continue;
       parts.push_back(r.ops[OpClass::kPutSuc] == 0 ? fmt::format("{} {}", e.name, e.value)
                                                    : fmt::format("{} {} ({:.4f}/insert)", e.name,
                                                                  e.value, per_insert(e, r)));
