@@ -95,15 +95,15 @@ TEST(KcasSequential, MismatchAfterInstallRestoresOldValues) {
   ASSERT_TRUE(kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 2}, {&w[2], 0, 5}}));
   kcas.hook().kcas = &kcas;
   kcas.hook().target = &w[2];
+  const std::uint64_t cleaned_before = kcas.stats().words_cleaned.load();
   EXPECT_FALSE(kcas.compare_exchange({{&w[0], 1, 10}, {&w[1], 2, 20}, {&w[2], 5, 50}}));
   EXPECT_EQ(kcas.read(w[0]), 1U);
   EXPECT_EQ(kcas.read(w[1]), 2U);
   EXPECT_EQ(kcas.read(w[2]), 6U);
-  EXPECT_FALSE(w[0].is_settled()) << "the failed descriptor is expected in word 0 until drain";
-  kcas.drain();
-  EXPECT_TRUE(w[0].is_settled() && w[1].is_settled() && w[2].is_settled());
-  EXPECT_EQ(kcas.read(w[0]), 1U);
-  EXPECT_EQ(kcas.read(w[2]), 6U);
+  EXPECT_TRUE(w[0].is_settled() && w[1].is_settled() && w[2].is_settled())
+      << "the failed K-CAS left its descriptor in a word it had installed";
+  EXPECT_EQ(kcas.stats().words_cleaned.load() - cleaned_before, 2U)
+      << "words 0 and 1 were installed, then restored";
 }
 
 TEST(KcasSequential, EdgeSizes) {
@@ -131,22 +131,174 @@ TEST(KcasSequential, RepeatedWords) {
   EXPECT_EQ(kcas.read(w[1]), 2U);
 }
 
-TEST(KcasSequential, CasOverAFinishedDescriptor) {
+// The words of a K-CAS hold payloads again when it returns, succeeded or failed: reads after it
+// follow no descriptor, and a later cas needs none.
+TEST(KcasSequential, SuccessAndFailureLeavePayloads) {
   CountingKcas kcas;
-  std::array<KcasWord, 2> w{};
-  ASSERT_TRUE(kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 2}}));
-  ASSERT_FALSE(w[0].is_settled());
-  EXPECT_FALSE(kcas.cas(w[0], 0, 9));
-  EXPECT_TRUE(kcas.cas(w[0], 1, 9));
-  EXPECT_EQ(kcas.read(w[0]), 9U);
-  EXPECT_EQ(kcas.stats().cas_over_descriptor.load(), 1U);
-  EXPECT_TRUE(kcas.cas(w[0], 9, 10));  // over the one-word descriptor of the previous cas
-  EXPECT_EQ(kcas.read(w[0]), 10U);
+  std::array<KcasWord, 4> w{};
+  std::mt19937_64 rng(7);
+  std::array<std::uint64_t, 4> model{};
+  std::uint64_t successes = 0;
+  for (int op = 0; op < 2000; ++op) {
+    std::array<KcasEntry, 3> entries{};
+    for (std::size_t j = 0; j < entries.size(); ++j) {
+      const std::size_t at = (op + j) % w.size();  // three distinct words
+      // Mostly the right expected value; one time in four a wrong one somewhere.
+      const std::uint64_t expected = model[at] + (rng() % 12 == 0);
+      entries[j] = {&w[at], expected, rng() % 1000};
+    }
+    const bool ok = kcas.compare_exchange(entries);
+    bool should = true;
+    for (const KcasEntry& e : entries) should &= model[e.word - w.data()] == e.expected;
+    ASSERT_EQ(ok, should);
+    if (ok) {
+      ++successes;
+      for (const KcasEntry& e : entries) model[e.word - w.data()] = e.desired;
+    }
+    for (std::size_t at = 0; at < w.size(); ++at) {
+      ASSERT_TRUE(w[at].is_settled()) << "after operation " << op << ", word " << at;
+      ASSERT_EQ(kcas.read(w[at]), model[at]);
+    }
+  }
+  EXPECT_GT(successes, 500U);
+  EXPECT_TRUE(kcas.cas(w[0], model[0], 5));
+  EXPECT_EQ(kcas.stats().cas_over_descriptor.load(), 0U);
+  EXPECT_EQ(kcas.stats().reads_through_descriptor.load(), 0U);
+  EXPECT_EQ(kcas.stats().left_to_finalization.load(), 0U);
+  EXPECT_EQ(kcas.stats().cleaned_at_once.load(), kcas.stats().descriptors_allocated.load());
   kcas.drain();
-  EXPECT_TRUE(w[0].is_settled());
-  EXPECT_EQ(kcas.read(w[0]), 10U);
-  EXPECT_EQ(kcas.read(w[1]), 2U);
   EXPECT_EQ(kcas.stats().descriptors_allocated.load(), kcas.stats().descriptors_freed.load());
+}
+
+// Pauses one role's thread at one hook point until released.
+struct Pause {
+  KcasHookPoint point;
+  unsigned index;
+  bool helping;
+  std::atomic<bool> armed{true};
+  std::atomic<bool> reached{false};
+  std::atomic<bool> open{false};
+  void maybe_stop(const KcasHookEvent& event) {
+    if (event.point != point || event.index != index || event.helping != helping ||
+        !armed.exchange(false)) {
+      return;
+    }
+    reached.store(true);
+    while (!open.load()) std::this_thread::yield();
+  }
+  void wait_reached() const {
+    while (!reached.load()) std::this_thread::yield();
+  }
+};
+
+thread_local Pause* t_pause = nullptr;
+
+struct PauseHook {
+  static constexpr bool kEnabled = true;
+  void operator()(const KcasHookEvent& event) const {
+    if (t_pause != nullptr) t_pause->maybe_stop(event);
+  }
+};
+
+using PausingKcas = Kcas<4, KcasStats, PauseHook>;
+
+// Between the decision and the cleanup the descriptor is closed: reads see the new values
+// through it, and a cas writes its payload over it at once (no descriptor of its own). The
+// owner's cleanup then leaves that payload alone.
+TEST(KcasCleanup, WritesBetweenDecisionAndCleanupNeedNoDescriptor) {
+  PausingKcas kcas;
+  std::array<KcasWord, 2> w{};
+  Pause pause{KcasHookPoint::kBeforeCleanup, 0, false};
+  std::thread owner([&] {
+    t_pause = &pause;
+    EXPECT_TRUE(kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 2}}));
+  });
+  pause.wait_reached();
+  EXPECT_FALSE(w[0].is_settled());
+  EXPECT_EQ(kcas.read(w[0]), 1U);
+  EXPECT_EQ(kcas.read(w[1]), 2U);
+  EXPECT_TRUE(kcas.cas(w[0], 1, 9));
+  EXPECT_TRUE(w[0].is_settled()) << "a payload replaces a closed descriptor directly";
+  EXPECT_EQ(kcas.stats().cas_over_descriptor.load(), 0U);
+  pause.open.store(true);
+  owner.join();
+  EXPECT_EQ(kcas.read(w[0]), 9U);
+  EXPECT_EQ(kcas.read(w[1]), 2U);
+  EXPECT_TRUE(w[0].is_settled() && w[1].is_settled());
+  EXPECT_EQ(kcas.stats().words_cleaned.load(), 1U) << "word 1 only: word 0 had changed";
+}
+
+// A helper that is still inside the operation when the owner leaves: the owner hands the words
+// to finalization, writes over them meanwhile install dependent descriptors (a late install by
+// the helper could otherwise strike a payload), and the helper restores the rest when it
+// leaves. Every value is right throughout; drain() settles the dependent ones.
+TEST(KcasCleanup, AHelperThatOutlivesTheOwnerRestoresTheWords) {
+  PausingKcas kcas;
+  std::array<KcasWord, 3> w{};
+  Pause owner_pause{KcasHookPoint::kAfterInstall, 0, false};
+  Pause helper_pause{KcasHookPoint::kBeforeDecide, 2, true};
+  std::thread owner([&] {
+    t_pause = &owner_pause;
+    EXPECT_TRUE(kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 2}}));
+  });
+  owner_pause.wait_reached();  // D in w[0], active
+  std::thread helper([&] {
+    t_pause = &helper_pause;
+    EXPECT_FALSE(kcas.cas(w[0], 0, 7));  // helps D (installs w[1]), then w[0] == 1
+  });
+  helper_pause.wait_reached();  // the helper installed both words; about to decide
+  owner_pause.open.store(true);
+  owner.join();  // the owner decided D and left; the helper is still a member
+  EXPECT_EQ(kcas.stats().left_to_finalization.load(), 1U);
+  EXPECT_EQ(kcas.read(w[0]), 1U);
+  EXPECT_EQ(kcas.read(w[1]), 2U);
+  EXPECT_GT(kcas.stats().reads_through_descriptor.load(), 0U);
+  // Over D (decided, open): a one-word descriptor for the cas, a dependent K-CAS for the pair.
+  EXPECT_TRUE(kcas.cas(w[1], 2, 3));
+  EXPECT_EQ(kcas.stats().cas_over_descriptor.load(), 1U);
+  EXPECT_TRUE(kcas.compare_exchange({{&w[0], 1, 4}, {&w[2], 0, 5}}));
+  EXPECT_EQ(kcas.stats().left_to_finalization.load(), 2U) << "the pair's K-CAS is dependent";
+  EXPECT_EQ(kcas.read(w[0]), 4U);
+  EXPECT_EQ(kcas.read(w[1]), 3U);
+  EXPECT_EQ(kcas.read(w[2]), 5U);
+  helper_pause.open.store(true);
+  helper.join();
+  EXPECT_EQ(kcas.read(w[0]), 4U);
+  EXPECT_EQ(kcas.read(w[1]), 3U);
+  EXPECT_EQ(kcas.read(w[2]), 5U);
+  kcas.drain();
+  for (const KcasWord& word : w) EXPECT_TRUE(word.is_settled());
+  EXPECT_EQ(kcas.read(w[0]), 4U);
+  EXPECT_EQ(kcas.read(w[1]), 3U);
+  EXPECT_EQ(kcas.read(w[2]), 5U);
+  EXPECT_EQ(kcas.stats().descriptors_allocated.load(), kcas.stats().descriptors_freed.load());
+}
+
+// When the helper is the last to leave and nothing was written over the words meanwhile, it
+// restores them itself: no word waits for a grace period.
+TEST(KcasCleanup, TheLastHelperToLeaveRestoresTheWordsAtOnce) {
+  PausingKcas kcas;
+  std::array<KcasWord, 2> w{};
+  Pause owner_pause{KcasHookPoint::kAfterInstall, 0, false};
+  Pause helper_pause{KcasHookPoint::kBeforeDecide, 2, true};
+  std::thread owner([&] {
+    t_pause = &owner_pause;
+    EXPECT_TRUE(kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 2}}));
+  });
+  owner_pause.wait_reached();
+  std::thread helper([&] {
+    t_pause = &helper_pause;
+    EXPECT_FALSE(kcas.cas(w[0], 0, 7));
+  });
+  helper_pause.wait_reached();
+  owner_pause.open.store(true);
+  owner.join();
+  EXPECT_FALSE(w[0].is_settled());
+  helper_pause.open.store(true);
+  helper.join();
+  EXPECT_TRUE(w[0].is_settled() && w[1].is_settled()) << "the last member restores the words";
+  EXPECT_EQ(kcas.read(w[0]), 1U);
+  EXPECT_EQ(kcas.read(w[1]), 2U);
 }
 
 TEST(KcasFields, PackAroundTheReservedBit) {
@@ -375,10 +527,11 @@ TEST_P(Stall, OthersHelpAndKeepGoing) {
   StallControl control;
   control.point = GetParam();
   // Stop where the descriptor is already published: after the first install, before the
-  // second, or with both installed.
+  // second, with both installed, or decided before its first word is restored.
   control.index = control.point == KcasHookPoint::kAfterInstall    ? 0
                   : control.point == KcasHookPoint::kBeforeInstall ? 1
-                                                                   : 2;
+                  : control.point == KcasHookPoint::kBeforeDecide  ? 2
+                                                                   : 0;
   StallKcas kcas(StallHook{&control});
   std::array<KcasWord, kWords> words{};
   for (KcasWord& w : words) ASSERT_TRUE(kcas.cas(w, 0, 100));
@@ -429,7 +582,10 @@ TEST_P(Stall, OthersHelpAndKeepGoing) {
 
   ASSERT_TRUE(workers_done) << "the workers did not finish while one thread was stalled";
   EXPECT_NE(while_stalled, KcasStatus::kActive) << "nobody completed the stalled K-CAS";
-  EXPECT_GT(kcas.stats().helps.load(), 0U);
+  // Stalled before its cleanup, the victim had decided already: nobody needed to help it.
+  if (control.point != KcasHookPoint::kBeforeCleanup) {
+    EXPECT_GT(kcas.stats().helps.load(), 0U);
+  }
   EXPECT_GT(completed.load(), static_cast<std::uint64_t>(kWorkers * kOpsPerWorker) / 4);
   std::uint64_t total = 0;
   for (const KcasWord& w : words) total += kcas.read(w);
@@ -441,7 +597,8 @@ TEST_P(Stall, OthersHelpAndKeepGoing) {
 INSTANTIATE_TEST_SUITE_P(HookPoints, Stall,
                          ::testing::Values(KcasHookPoint::kBeforeInstall,
                                            KcasHookPoint::kAfterInstall,
-                                           KcasHookPoint::kBeforeDecide));
+                                           KcasHookPoint::kBeforeDecide,
+                                           KcasHookPoint::kBeforeCleanup));
 
 // The hazard that rule (R) of kcas.hpp exists for, played step by step: a helper checks word b
 // (value 0) and stops just before its install CAS; meanwhile the K-CAS completes (b = 1) and a

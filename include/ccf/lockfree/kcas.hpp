@@ -5,12 +5,17 @@
 // counter (a third word). Kcas makes such a change of up to MaxWords words atomic.
 //
 // ALGORITHM: Guerraoui, Kogan, Marathe, Zablotchi, "Efficient Multi-word Compare and Swap",
-// DISC 2020 (GKMZ). Chosen over Harris-Fraser-Pratt (HFP, 2002) because it needs k + 1 CASes
-// on the critical path where HFP needs 3k + 1 (an RDCSS, i.e. two CASes, to install each word
-// plus k CASes to remove the descriptor), and because its descriptor is one flat object with no
-// RDCSS sub-descriptors. GKMZ pays for this by leaving the descriptor in the words after the
-// operation; readers see through it (below) and reclamation removes it later, off the
-// critical path.
+// DISC 2020 (GKMZ), with the words restored by the operation itself. GKMZ was chosen over
+// Harris-Fraser-Pratt (HFP, 2002) because it needs k + 1 CASes on the critical path where HFP
+// needs 3k + 1 (an RDCSS, i.e. two CASes, to install each word plus k CASes to remove the
+// descriptor), and because its descriptor is one flat object with no RDCSS sub-descriptors.
+// GKMZ leaves the descriptor in the words after the operation, for reclamation to remove after
+// a grace period; but then every later read of such a word reads through the descriptor (an
+// epoch pin and two loads), and a table that only serves lookups is never cleaned: measured,
+// lookups of a table churned by a thread that exited ran at 0.25x the striped filter's. Here
+// the operation's last member (below) restores its words at once, while the lines are in its
+// cache: k more CASes and one fetch-sub, 2k + 2 in all, and a table between operations holds
+// payloads only.
 //
 // A word holds either a payload or a reference to entry i of a descriptor:
 //
@@ -25,6 +30,9 @@
 //
 //   descriptor (64-byte aligned, from per-thread pools, see "Memory" below):
 //     status        active -> succeeded | failed, decided once
+//     members       threads that may still install it: the owner from birth, a helper from
+//                   join to leave; 0 = closed, for good
+//     dependent     it replaced a reference to a decided descriptor that was not cleanable
 //     size, owner   n entries; the Kcas whose epoch domain reclaims it
 //     entries[0..n) {word, expected, desired}, sorted by word address
 //
@@ -35,44 +43,56 @@
 // compare_exchange(entries), k = n words, run by the owner and by any thread that helps:
 //   1. for i in 0..n (address order): read word i;
 //        it refers to D (entry i)         -> installed already, next word
-//        it refers to another ACTIVE D'   -> help D' to completion, re-read
+//        it refers to another ACTIVE D'   -> join D', help it to completion, leave, re-read
 //        its logical value != expected_i  -> outcome = failed, stop
 //        D is no longer active            -> stop (someone decided)
+//        it refers to a decided D' that is not cleanable -> mark D dependent
 //        CAS(word i: what was read -> ref(D, i)), retry on failure        (k CASes)
 //   2. CAS(D.status: active -> outcome)            the linearization point (1 CAS)
-//   3. later, by reclamation: CAS(word i: ref(D, i) -> final value)      (k CASes, off path)
-// So a successful K-CAS costs k + 1 CASes on its critical path and 2k + 1 in all (HFP: 3k + 1,
-// all on the critical path), plus one epoch pin (a locked store). Before allocating anything,
-// compare_exchange reads the words and fails at once if one already differs from its expected value
-// (a failed K-CAS changes nothing, so it may linearize at that read).
+//   3. leave: members -= 1 (1 fetch-sub). The thread that closes D (members 1 -> 0) restores
+//      its words unless D is dependent: CAS(word i: ref(D, i) -> final value)       (k CASes)
+// So a successful K-CAS costs 2k + 2 atomic read-modify-writes, all by the owner while the words'
+// lines are in its cache (HFP: 3k + 1), plus one epoch pin (a locked store). Before allocating
+// anything, compare_exchange reads the words and fails at once if one already differs from its
+// expected value (a failed K-CAS changes nothing, so it may linearize at that read).
 //
 // Why this is linearizable. A reference to an active D is only ever replaced after D has been
 // decided (whoever finds D active helps it first), so when the status CAS succeeds every word
 // refers to D and all logical values switch from expected to desired (or stay) at once.
 //
-// The one hazard: a "late" helper reads word i (value v), checks that D is active, is
-// preempted, and meanwhile D is installed, decided and removed and the word holds v again;
-// the helper's CAS would then re-install a decided D and change the word's value. HFP prevents
-// this with RDCSS; GKMZ, and this file, with one rule:
+// The one hazard: a "late" installer (the owner or a helper) reads word i (value v), checks
+// that D is active, is preempted, and meanwhile D is installed, decided and removed and the
+// word holds v again; the late CAS would then re-install a decided D and change the word's
+// value. HFP prevents this with RDCSS, GKMZ with a grace period before any removal; this file
+// with one rule:
 //
-//   (R) a payload is written over a descriptor reference only by finalization (step 3), and
-//       finalization starts only after an epoch grace period that follows D's decision.
+//   (R) a payload is written over a reference to a decided D only when D is CLEANABLE --
+//       closed (members = 0) and not dependent -- or by finalization, which starts only after
+//       an epoch grace period that follows D's decision.
 //
-// Why (R) suffices. The late helper H read word i while D was active, so H has been pinned
-// since before D, or any descriptor installed in word i after H's read, was decided and
-// retired; none of them can be finalized until H unpins. So once word i holds a reference it
-// holds no payload again before H's CAS; nor can the reference H read recur (a decided
-// descriptor is never installed anew: induct on the first re-install). H's CAS therefore
-// succeeds only if word i never held ref(D, i) since H's read, which means D did not succeed
-// (success needs every word installed), and installing a failed D is harmless: it reads as
-// expected_i, the value it replaced. cas() keeps (R): a payload replaces a payload directly
-// (1 CAS), but a decided descriptor is replaced by a fresh, already-succeeded one-word
-// descriptor (1 CAS, and a descriptor). tests/kcas_test.cpp (KcasLateHelper) plays the hazard.
+// Why (R) suffices. Every installer of D is a member of D until its last install CAS (a helper
+// joins before it reads any word for D, and join fails once D is closed), so after D closes
+// nobody installs D again: restoring a closed D's words at once cannot be undone by a late
+// CAS. While D is decided but open (a member is still inside run(), maybe preempted), a write
+// over ref(D, i) installs another descriptor instead of a payload -- a K-CAS's (marked
+// dependent) or, for cas(), a fresh one-word descriptor born succeeded and dependent -- and a
+// dependent descriptor's words wait for finalization after a grace period. So from the moment a
+// late installer H of D read word i until H leaves D, word i holds no payload again unless it
+// held one all along: either it referred to D, or to a dependent descriptor installed over that
+// (which H, pinned since before D's decision, keeps from being finalized), or it was never
+// installed (then D did not succeed, since success needs every word installed, and H's CAS
+// installs a failed D, which reads as expected_i, the value it replaced; D's last member
+// restores it). Nor can a reference H read recur: a decided descriptor is never installed
+// anew, and a descriptor is reused only after a grace period (induct on the first re-install).
+// tests/kcas_test.cpp (KcasLateHelper) plays the hazard, with the owner and a helper closing.
 //
-// Reclamation (reclamation.hpp): the owner retires D once decided; after the first grace
-// period the finalizer runs step 3 (a CAS that fails where someone else already replaced the
-// reference) and retires D again; after the second grace period D is freed. So every word a
-// Kcas operated on must outlive the Kcas, or drain() must run before the words go away.
+// Reclamation (reclamation.hpp). The owner retires D when it leaves. If it closed D and
+// restored the words, D is freed for reuse after one grace period (readers and helpers may
+// still hold it). Otherwise -- a helper is still a member (it restores the words when it
+// leaves) or D is dependent -- D takes GKMZ's path: after the first grace period the finalizer
+// runs step 3 (a CAS that fails where the words were restored or replaced already) and
+// retires D again; after the second grace period D is freed. So every word a Kcas operated on
+// must outlive the Kcas, or drain() must run before the words go away.
 //
 // Memory. No operation allocates in the steady state (glibc's allocator takes locks: a preempted
 // holder would stall a lock-free operation). Each thread's descriptor pool is one block of
@@ -87,25 +107,30 @@
 // Reads see through descriptors: read() returns the logical value above and never helps, so a
 // reader writes nothing to shared words (a reference's status is read after the reference; if
 // D is active the value was `expected` at the earlier read, otherwise the read linearizes just
-// after D's decision, when the word still referred to D). A plain payload costs one load; a
-// reference adds an epoch pin and two loads from the descriptor.
+// after D's decision, when the word still referred to D). A plain payload costs one load and
+// no locked instruction; a reference (met only while an operation is in flight, or left by one
+// whose helper was preempted) adds an epoch pin and two loads from the descriptor.
 //
 // Progress: compare_exchange and cas are lock-free: an operation retries only when another
 // one changed a word or decided a descriptor, and it helps rather than waits, so a thread
-// stopped anywhere (see the hook below) never stops the others. Helping nests: while helping
-// D' at word w, a thread may meet D'' at a word above w (entries are installed in address
-// order, so the chain strictly climbs the address order and cannot cycle); the depth is at
-// most the number of concurrent K-CAS operations. read() is wait-free. A stalled thread
-// delays only reclamation (and so the finalization of the words its epoch pins).
+// stopped anywhere (see the hook below) never stops the others (a stopped member keeps its
+// descriptor's words referring to it: they read through it, and writes over them install
+// dependent descriptors). Helping nests: while helping D' at word w, a thread may meet D'' at a
+// word above w (entries are installed in address order, so the chain strictly climbs the
+// address order and cannot cycle); the depth is at most the number of concurrent K-CAS
+// operations. A join retries only when another thread joined or left. read() is wait-free. A
+// stalled thread delays only reclamation (and so the finalization of the words its epoch pins).
 //
-// Synchronization points. All accesses to words and statuses are seq_cst: the argument for (R)
-// uses the single total order (a thread that pins after D was retired must read D's decided
-// status), and on x86-64 a seq_cst load is a plain load and every CAS is a locked instruction
-// anyway. Numbered for reference below:
+// Synchronization points. All accesses to words, statuses and the members and dependent fields
+// are seq_cst: the argument for (R) uses the single total order (a thread that pins after D
+// was retired must read D's decided status; a join that succeeds precedes the close in the
+// order of `members`), and on x86-64 a seq_cst load is a plain load and every RMW is a locked
+// instruction anyway. Numbered for reference below:
 //   (K1) read a word            (K2) install CAS: word -> ref(D, i)   [publishes D's entries]
-//   (K3) read a status          (K4) decision CAS on D.status
-//   (K5) cas(): payload CAS     (K6) cas(): CAS word -> ref(fresh, 0)
-//   (K7) finalization CAS: ref(D, i) -> final value
+//   (K3) read a status, or members and dependent                  (K4) decision CAS on D.status
+//   (K5) cas(): payload CAS, also over a cleanable reference       (K6) cas(): CAS word ->
+//   ref(fresh, 0) (K7) cleanup and finalization CAS: ref(D, i) -> final value (K8) join CAS / leave
+//   fetch-sub on D.members     (K9) mark D dependent
 // Statistics counters are relaxed (they order nothing).
 //
 // FAQ
@@ -115,13 +140,19 @@
 // - What must outlive what? Every word must outlive its Kcas (whose destructor finalizes the
 //   descriptors still in words), or the owner must call drain() while quiescent first.
 // - Does a failed compare_exchange write? It may have installed its descriptor in some words
-//   before finding the mismatch; their logical values never change.
+//   before finding the mismatch; their logical values never change, and its last member
+//   restores them before it returns.
+// - When does a word hold a reference between operations? Only when a helper of the operation
+//   was preempted before it left (the helper restores the words when it leaves), or the
+//   operation replaced such a reference (dependent: restored by finalization). A table that
+//   one thread at a time changes never does (tests: KcasSequential.*LeavesPayloads*,
+//   LockFreeQuiescent.*).
 // - Why is read() not helping? It need not: seeing through is linearizable and wait-free, and
 //   it keeps lookups free of shared writes.
 //
 // Test hook: Hook::kEnabled = true makes the algorithm call hook(event) before and after each
-// install CAS and before each decision, in owners and helpers alike; a test can block there to play
-// a stalled thread. The default NoKcasHook compiles to nothing.
+// install CAS, before each decision and before each cleanup CAS, in owners and helpers alike;
+// a test can block there to play a stalled thread. The default NoKcasHook compiles to nothing.
 #pragma once
 
 #include <algorithm>
@@ -185,6 +216,7 @@ enum class KcasHookPoint : std::uint8_t {
   kBeforeInstall,  // this thread checked entries[index].word and is about to CAS it
   kAfterInstall,   // this thread's CAS just installed the descriptor in entries[index].word
   kBeforeDecide,   // this thread is about to CAS the status (index = number of entries)
+  kBeforeCleanup,  // the descriptor's last member is about to restore entries[index].word
 };
 
 struct KcasHookEvent {
@@ -223,6 +255,13 @@ struct KcasStats {
   // Of those, deleted when freed because the freeing thread's list was full.
   std::atomic<std::uint64_t> descriptors_beyond_pool_deleted{0};
   std::atomic<std::uint64_t> words_finalized{0};  // finalization CASes that succeeded
+  // Descriptors whose words their last member restored at once (the common case), and those
+  // left to finalization after a grace period (a helper outlived the owner, or dependent).
+  std::atomic<std::uint64_t> cleaned_at_once{0};
+  std::atomic<std::uint64_t> left_to_finalization{0};
+  std::atomic<std::uint64_t> words_cleaned{0};  // cleanup CASes that succeeded
+  // read() calls that met a descriptor reference (and pinned, and read the descriptor).
+  std::atomic<std::uint64_t> reads_through_descriptor{0};
 };
 
 template <std::size_t MaxWords = 4, class Stats = NoKcasStats, class Hook = NoKcasHook>
@@ -295,6 +334,12 @@ class Kcas {
   struct alignas(64) Descriptor {
     std::atomic<KcasStatus> status;
     std::uint32_t size;
+    // Threads that may still install this descriptor: the owner, from birth, and each helper
+    // between join() and leave(). 0 = closed: nobody installs it again, ever.
+    std::atomic<std::uint32_t> members;
+    // Set when an install replaced a reference to a decided descriptor that was not cleanable:
+    // its words must then wait for a grace period too (rule (R) below).
+    std::atomic<bool> dependent;
     Kcas* owner;
     Descriptor* next_free;   // link in a thread's free list
     DescriptorBlock* block;  // the pool block it lives in; nullptr: allocated on its own
@@ -303,9 +348,10 @@ class Kcas {
 
  public:
   // A thread's pool: descriptors taken at once on its first K-CAS. In the steady state a thread
-  // has about 30 descriptors out per Kcas it uses (at most 31 measured, one thread):
-  // EpochDomain tries to advance every kRetiresPerAdvance (16) retires, each descriptor is
-  // retired twice (~8 per epoch) and freed some 4 epochs after its K-CAS. 512 =
+  // has a few dozen descriptors out per Kcas it uses: EpochDomain tries to advance every
+  // kRetiresPerAdvance (16) retires, and a descriptor is retired once when its words are
+  // restored at once (twice when it takes finalization's path) and freed some 2 (4) epochs
+  // after its K-CAS. 512 =
   // EpochDomain::kBagReserve (128) x 4 (3 bags + the one being emptied), what one domain's
   // reserved bags hold: a margin of 16x for one Kcas, and room for about ten busy in one thread.
   // 512 x 128 bytes (MaxWords <= 4) = 64 KiB per thread that runs K-CAS operations.
@@ -508,7 +554,7 @@ class Kcas {
       const auto guard = domain_.pin();
       succeeded = run(*d, /*helping=*/false);
     }
-    domain_.retire(d, &finalize);
+    leave(*d, /*helping=*/false);  // d is the owner's: alive until the owner retires it
     if (succeeded) count(&KcasStats::kcas_successes);
     return succeeded;
   }
@@ -555,6 +601,7 @@ class Kcas {
   // read() of a word that held a descriptor reference: out of line, so that read()'s payload
   // case stays small enough to inline into lookup loops.
   [[gnu::noinline]] std::uint64_t read_through_descriptor(const KcasWord& word) const {
+    count(&KcasStats::reads_through_descriptor);
     const auto guard = domain_.pin();
     // Re-read under the guard: only a reference read while pinned is safe to follow.
     return logical_value(word.raw_.load());  // (K1)
@@ -581,17 +628,20 @@ class Kcas {
     const std::uint64_t mine = reference(&d, i);
     std::uint64_t content = e.word->raw_.load();  // (K1)
     while (content != mine) {
-      if (!KcasWord::is_payload(content)) {
+      const bool reference = !KcasWord::is_payload(content);
+      if (reference) {
         Descriptor& other = *descriptor_of(content);
         if (other.status.load() == KcasStatus::kActive) {  // (K3)
-          count(&KcasStats::helps);
-          run(other, /*helping=*/true);
+          help(other);
           content = e.word->raw_.load();  // (K1)
           continue;
         }
       }
       if (logical_value(content) != e.expected) return Install::kMismatch;
       if (d.status.load() != KcasStatus::kActive) return Install::kDecided;  // (K3)
+      // Replacing a decided descriptor that may still have a late installer: d inherits the
+      // wait (R). Set before the CAS; d cannot close while this thread is a member.
+      if (reference && !cleanable(*descriptor_of(content))) d.dependent.store(true);  // (K9)
       hook(KcasHookPoint::kBeforeInstall, i, helping, d);
       if (e.word->raw_.compare_exchange_strong(content, mine)) {  // (K2)
         hook(KcasHookPoint::kAfterInstall, i, helping, d);
@@ -622,17 +672,27 @@ class Kcas {
         if (other.status.load() == KcasStatus::kActive) {  // (K3)
           // Its logical value is its expected value; help only if that matches.
           if (other.entries[index_of(content)].expected != expected) break;
-          count(&KcasStats::helps);
-          run(other, /*helping=*/true);
+          help(other);
           content = word.raw_.load();  // (K1)
           continue;
         }
         if (logical_value(content) != expected) break;
-        // (R): a decided descriptor gives way to a one-word descriptor born succeeded (no
-        // thread ever helps it), not to a payload.
+        if (cleanable(other)) {
+          // (R) allows a payload over a closed, independent descriptor.
+          if (word.raw_.compare_exchange_weak(content, desired)) {  // (K5)
+            succeeded = true;
+            break;
+          }
+          continue;
+        }
+        // (R): a descriptor that may still have a late installer gives way to a one-word
+        // descriptor born succeeded and dependent (no thread ever helps it; finalization after
+        // a grace period restores the word), not to a payload.
         if (fresh == nullptr) {
           fresh = make_descriptor(KcasStatus::kSucceeded, 1, {KcasEntry{&word, expected, desired}},
                                   /*pinned=*/true);
+          fresh->members.store(0, std::memory_order_relaxed);  // closed from birth
+          fresh->dependent.store(true, std::memory_order_relaxed);
         }
         if (word.raw_.compare_exchange_weak(content, reference(fresh, 0))) {  // (K6)
           published = true;
@@ -651,7 +711,58 @@ class Kcas {
     return succeeded;
   }
 
-  // Reclamation, first grace period over: no thread can install d any more (R). Step 3.
+  // Helps the active descriptor `other` as a member (its late installs wait for its close).
+  // A descriptor that closed meanwhile is decided: the caller re-reads its word.
+  void help(Descriptor& other) {
+    std::uint32_t members = other.members.load();
+    do {
+      if (members == 0) return;
+    } while (!other.members.compare_exchange_weak(members, members + 1));  // (K8) join
+    count(&KcasStats::helps);
+    run(other, /*helping=*/true);
+    leave(other, /*helping=*/true);
+  }
+
+  // A member is done installing d (its run() returned, so d is decided). The last member
+  // restores d's words at once unless d is dependent (step 3, no grace period: no thread can
+  // install d any more). The owner then retires d: for reuse after one grace period if its words
+  // are restored, else for finalization (GKMZ's path: a helper outlived the owner and restores
+  // the words itself when it leaves, or d is dependent).
+  void leave(Descriptor& d, bool helping) {
+    const bool last = d.members.fetch_sub(1) == 1;  // (K8) leave
+    const bool restored = last && !d.dependent.load();
+    if (restored) clean(d, helping);
+    if (helping) return;
+    if (restored) {
+      count(&KcasStats::cleaned_at_once);
+      domain_.retire(&d, &destroy);
+    } else {
+      count(&KcasStats::left_to_finalization);
+      domain_.retire(&d, &finalize);
+    }
+  }
+
+  // Step 3 by d's last member: every word that still refers to d gets its final value.
+  void clean(Descriptor& d, bool helping) {
+    const bool succeeded = d.status.load() == KcasStatus::kSucceeded;  // (K3)
+    for (std::uint32_t i = 0; i < d.size; ++i) {
+      const KcasEntry& e = d.entries[i];
+      hook(KcasHookPoint::kBeforeCleanup, i, helping, d);
+      std::uint64_t mine = reference(&d, i);
+      if (e.word->raw_.compare_exchange_strong(mine, succeeded ? e.desired : e.expected)) {  // (K7)
+        count(&KcasStats::words_cleaned);
+      }
+    }
+  }
+
+  // Whether a payload may replace a reference to decided descriptor d at once: d is closed (no
+  // late installer is left) and independent. The caller is pinned.
+  static bool cleanable(const Descriptor& d) noexcept {
+    return d.members.load() == 0 && !d.dependent.load();  // (K3)
+  }
+
+  // Reclamation, first grace period over: no thread can install d any more (R). Step 3 for the
+  // descriptors their last member did not restore.
   static void finalize(void* p) {
     auto* d = static_cast<Descriptor*>(p);
     const bool succeeded = d->status.load() == KcasStatus::kSucceeded;  // (K3)
@@ -691,6 +802,8 @@ class Kcas {
     // Relaxed: no other thread can see d (recycled descriptors are past two grace periods);
     // the install CAS (K2) or (K6) publishes it.
     d->status.store(status, std::memory_order_relaxed);
+    d->members.store(1, std::memory_order_relaxed);  // the owner
+    d->dependent.store(false, std::memory_order_relaxed);
     d->size = static_cast<std::uint32_t>(size);
     d->owner = this;
     d->entries = entries;
@@ -722,14 +835,14 @@ class Kcas {
     if constexpr (Hook::kEnabled) hook_(KcasHookEvent{point, index, helping, &d.status});
   }
 
-  void count(std::atomic<std::uint64_t> KcasStats::*counter) noexcept {
+  void count(std::atomic<std::uint64_t> KcasStats::*counter) const noexcept {
     if constexpr (Stats::kEnabled) {
       // Statistics: relaxed, no ordering needed.
       (stats_.*counter).fetch_add(1, std::memory_order_relaxed);
     }
   }
 
-  [[no_unique_address]] Stats stats_;
+  [[no_unique_address]] mutable Stats stats_;
   [[no_unique_address]] Hook hook_;
   mutable EpochDomain domain_;
 };
