@@ -229,9 +229,10 @@ TEST(KcasCleanup, WritesBetweenDecisionAndCleanupNeedNoDescriptor) {
 }
 
 // A helper that is still inside the operation when the owner leaves: the owner hands the words
-// to finalization, writes over them meanwhile install dependent descriptors (a late install by
-// the helper could otherwise strike a payload), and the helper restores the rest when it
-// leaves. Every value is right throughout; drain() settles the dependent ones.
+// to finalization, writes over them meanwhile install descriptors that wait for the helper's
+// guard (a late install by the helper could otherwise strike a payload), and the helper
+// restores the rest when it leaves. Every value is right throughout; drain() settles the
+// waiting ones.
 TEST(KcasCleanup, AHelperThatOutlivesTheOwnerRestoresTheWords) {
   PausingKcas kcas;
   std::array<KcasWord, 3> w{};
@@ -253,11 +254,13 @@ TEST(KcasCleanup, AHelperThatOutlivesTheOwnerRestoresTheWords) {
   EXPECT_EQ(kcas.read(w[0]), 1U);
   EXPECT_EQ(kcas.read(w[1]), 2U);
   EXPECT_GT(kcas.stats().reads_through_descriptor.load(), 0U);
-  // Over D (decided, open): a one-word descriptor for the cas, a dependent K-CAS for the pair.
+  // Over D (decided, open): a one-word descriptor for the cas, a waiting K-CAS for the pair;
+  // the pinned helper keeps the epoch from moving two past them, so both wait.
   EXPECT_TRUE(kcas.cas(w[1], 2, 3));
   EXPECT_EQ(kcas.stats().cas_over_descriptor.load(), 1U);
+  EXPECT_EQ(kcas.stats().left_to_finalization.load(), 2U) << "the cas's descriptor waits";
   EXPECT_TRUE(kcas.compare_exchange({{&w[0], 1, 4}, {&w[2], 0, 5}}));
-  EXPECT_EQ(kcas.stats().left_to_finalization.load(), 2U) << "the pair's K-CAS is dependent";
+  EXPECT_EQ(kcas.stats().left_to_finalization.load(), 3U) << "the pair's K-CAS waits";
   EXPECT_EQ(kcas.read(w[0]), 4U);
   EXPECT_EQ(kcas.read(w[1]), 3U);
   EXPECT_EQ(kcas.read(w[2]), 5U);
@@ -683,6 +686,72 @@ TEST_P(KcasLateHelper, CannotReinstallADecidedDescriptor) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WhoCompletes, KcasLateHelper, ::testing::Bool());
+
+// The hazard one step removed: over the decided D that the late helper may still install, a
+// K-CAS installs D2 (which must wait for the helper), and a cas writes over D2. If D2 counted
+// as restorable -- closed, but not past its wait -- the cas would write a payload over it, b
+// would be back at 0, and the helper's CAS would re-install D: b would read 1.
+TEST(KcasLateHelperChain, AWaitingDescriptorIsNeverReplacedByAPayloadEarly) {
+  Gate owner_gate;
+  Gate helper_gate;
+  Kcas<4, KcasStats, LateHelperHook> kcas(LateHelperHook{&owner_gate, &helper_gate});
+  std::array<KcasWord, 4> w{};  // a = w[0], b = w[1]; w[2], w[3] drive the epoch
+  std::thread owner([&] {
+    t_role = Role::kOwner;
+    kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 1}});
+  });
+  owner_gate.wait_reached();
+  std::thread helper([&] {
+    t_role = Role::kHelper;
+    kcas.cas(w[0], 0, 7);
+  });
+  helper_gate.wait_reached();  // the helper read b == 0 and saw D active
+  owner_gate.open.store(true);
+  owner.join();                                                        // D succeeded: b == 1
+  EXPECT_TRUE(kcas.compare_exchange({{&w[1], 1, 2}, {&w[2], 0, 1}}));  // D2 over ref(D, b)
+  EXPECT_TRUE(kcas.cas(w[1], 2, 0));                                   // over ref(D2, b)
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    EXPECT_TRUE(kcas.compare_exchange({{&w[3], i, i + 1}, {&w[2], i + 1, i + 2}}));
+  }
+  helper_gate.open.store(true);
+  helper.join();
+  EXPECT_EQ(kcas.read(w[1]), 0U) << "a late helper re-installed a decided K-CAS";
+  kcas.drain();
+  EXPECT_EQ(kcas.read(w[1]), 0U);
+}
+
+// Waiting does not spread for ever: once the guard it waits for is gone, the next K-CAS over
+// the word pushes the epoch two on when it closes and restores its words at once; the word
+// holds a payload again, and a cas over it is a plain one.
+TEST(KcasLateHelperChain, TheWaitEndsWhenTheEpochMovesOn) {
+  Gate owner_gate;
+  Gate helper_gate;
+  Kcas<4, KcasStats, LateHelperHook> kcas(LateHelperHook{&owner_gate, &helper_gate});
+  std::array<KcasWord, 3> w{};
+  std::thread owner([&] {
+    t_role = Role::kOwner;
+    kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 1}});
+  });
+  owner_gate.wait_reached();
+  std::thread helper([&] {
+    t_role = Role::kHelper;
+    kcas.cas(w[0], 0, 7);
+  });
+  helper_gate.wait_reached();
+  owner_gate.open.store(true);
+  owner.join();
+  EXPECT_TRUE(kcas.compare_exchange({{&w[1], 1, 2}, {&w[2], 0, 1}}));  // waits for the helper
+  EXPECT_FALSE(w[1].is_settled());
+  helper_gate.open.store(true);
+  helper.join();  // the helper's guard is gone
+  EXPECT_FALSE(w[1].is_settled()) << "nothing has restored the waiting descriptor's word yet";
+  // Unpinned and alone, this thread's closes push the epoch on: the chain ends at once.
+  EXPECT_TRUE(kcas.compare_exchange({{&w[1], 2, 3}, {&w[2], 1, 2}}));
+  EXPECT_TRUE(w[1].is_settled() && w[2].is_settled());
+  EXPECT_EQ(kcas.read(w[1]), 3U);
+  EXPECT_TRUE(kcas.cas(w[1], 3, 4));
+  EXPECT_TRUE(w[1].is_settled());
+}
 
 // ---------------------------------------------------------------------------------------------
 // Reclamation and ordering

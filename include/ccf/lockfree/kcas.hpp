@@ -32,7 +32,8 @@
 //     status        active -> succeeded | failed, decided once
 //     members       threads that may still install it: the owner from birth, a helper from
 //                   join to leave; 0 = closed, for good
-//     dependent     it replaced a reference to a decided descriptor that was not cleanable
+//     wait_until    0, or E + 2: it replaced a reference to a decided descriptor that was not
+//                   cleanable, at epoch E (below)
 //     size, owner   n entries; the Kcas whose epoch domain reclaims it
 //     entries[0..n) {word, expected, desired}, sorted by word address
 //
@@ -46,11 +47,11 @@
 //        it refers to another ACTIVE D'   -> join D', help it to completion, leave, re-read
 //        its logical value != expected_i  -> outcome = failed, stop
 //        D is no longer active            -> stop (someone decided)
-//        it refers to a decided D' that is not cleanable -> mark D dependent
+//        it refers to a decided D' that is not cleanable -> D.wait_until = epoch + 2
 //        CAS(word i: what was read -> ref(D, i)), retry on failure        (k CASes)
 //   2. CAS(D.status: active -> outcome)            the linearization point (1 CAS)
 //   3. leave: members -= 1 (1 fetch-sub). The thread that closes D (members 1 -> 0) restores
-//      its words unless D is dependent: CAS(word i: ref(D, i) -> final value)       (k CASes)
+//      its words if the epoch is past D.wait_until: CAS(word i: ref(D, i) -> final) (k CASes)
 // So a successful K-CAS costs 2k + 2 atomic read-modify-writes, all by the owner while the words'
 // lines are in its cache (HFP: 3k + 1), plus one epoch pin (a locked store). Before allocating
 // anything, compare_exchange reads the words and fails at once if one already differs from its
@@ -67,29 +68,35 @@
 // with one rule:
 //
 //   (R) a payload is written over a reference to a decided D only when D is CLEANABLE --
-//       closed (members = 0) and not dependent -- or by finalization, which starts only after
-//       an epoch grace period that follows D's decision.
+//       closed (members = 0) and the global epoch >= D.wait_until -- or by finalization, which
+//       starts only after an epoch grace period that follows D's decision.
 //
 // Why (R) suffices. Every installer of D is a member of D until its last install CAS (a helper
 // joins before it reads any word for D, and join fails once D is closed), so after D closes
 // nobody installs D again: restoring a closed D's words at once cannot be undone by a late
 // CAS. While D is decided but open (a member is still inside run(), maybe preempted), a write
-// over ref(D, i) installs another descriptor instead of a payload -- a K-CAS's (marked
-// dependent) or, for cas(), a fresh one-word descriptor born succeeded and dependent -- and a
-// dependent descriptor's words wait for finalization after a grace period. So from the moment a
-// late installer H of D read word i until H leaves D, word i holds no payload again unless it
-// held one all along: either it referred to D, or to a dependent descriptor installed over that
-// (which H, pinned since before D's decision, keeps from being finalized), or it was never
-// installed (then D did not succeed, since success needs every word installed, and H's CAS
-// installs a failed D, which reads as expected_i, the value it replaced; D's last member
-// restores it). Nor can a reference H read recur: a decided descriptor is never installed
-// anew, and a descriptor is reused only after a grace period (induct on the first re-install).
-// tests/kcas_test.cpp (KcasLateHelper) plays the hazard, with the owner and a helper closing.
+// over ref(D, i) installs another descriptor instead of a payload -- a K-CAS's, or for cas() a
+// fresh one-word descriptor born succeeded and closed -- whose wait_until is E + 2 for the
+// epoch E it read after seeing D decided. A late installer H of D read word i before D's
+// decision, inside a guard that it keeps until it leaves D, so H is pinned at an epoch <= E,
+// and the epoch reaches E + 2 only after every such guard closed: the replacing descriptor is
+// not cleanable, and its words are not restored, while H may still install D. A descriptor
+// installed over one that is not yet cleanable waits likewise (its E is the later one). So
+// from the moment H read word i until H leaves D, word i holds no payload again unless it held
+// one all along: it refers to D, or to a chain of waiting descriptors installed over that, or D
+// was never installed there (then D did not succeed, since success needs every word installed,
+// and H's CAS installs a failed D, which reads as expected_i, the value it replaced; D's last
+// member restores it). Nor can a reference H read recur: a decided descriptor is never
+// installed anew, and a descriptor is reused only after a grace period (induct on the first
+// re-install). A closing thread whose descriptor still waits pushes the epoch on (two
+// try_advance calls, which never wait) before it leaves the words to finalization.
+// tests/kcas_test.cpp plays the hazard: KcasLateHelper (the owner, or a helper, completes D)
+// and KcasLateHelperChain (a waiting K-CAS, then a cas, over D's word).
 //
 // Reclamation (reclamation.hpp). The owner retires D when it leaves. If it closed D and
 // restored the words, D is freed for reuse after one grace period (readers and helpers may
 // still hold it). Otherwise -- a helper is still a member (it restores the words when it
-// leaves) or D is dependent -- D takes GKMZ's path: after the first grace period the finalizer
+// leaves) or D still waits -- D takes GKMZ's path: after the first grace period the finalizer
 // runs step 3 (a CAS that fails where the words were restored or replaced already) and
 // retires D again; after the second grace period D is freed. So every word a Kcas operated on
 // must outlive the Kcas, or drain() must run before the words go away.
@@ -115,22 +122,25 @@
 // one changed a word or decided a descriptor, and it helps rather than waits, so a thread
 // stopped anywhere (see the hook below) never stops the others (a stopped member keeps its
 // descriptor's words referring to it: they read through it, and writes over them install
-// dependent descriptors). Helping nests: while helping D' at word w, a thread may meet D'' at a
+// waiting descriptors). Helping nests: while helping D' at word w, a thread may meet D'' at a
 // word above w (entries are installed in address order, so the chain strictly climbs the
 // address order and cannot cycle); the depth is at most the number of concurrent K-CAS
 // operations. A join retries only when another thread joined or left. read() is wait-free. A
 // stalled thread delays only reclamation (and so the finalization of the words its epoch pins).
 //
-// Synchronization points. All accesses to words, statuses and the members and dependent fields
-// are seq_cst: the argument for (R) uses the single total order (a thread that pins after D
-// was retired must read D's decided status; a join that succeeds precedes the close in the
-// order of `members`), and on x86-64 a seq_cst load is a plain load and every RMW is a locked
-// instruction anyway. Numbered for reference below:
+// Synchronization points. All accesses to words, statuses, members and wait_until are seq_cst: the
+// argument for (R) uses the single total order (a thread that pins after D was retired must read
+// D's decided status; a join that succeeds precedes the close in the order of `members`), and on
+// x86-64 a seq_cst load is a plain load and every RMW is a locked instruction anyway. Numbered for
+// reference below:
 //   (K1) read a word            (K2) install CAS: word -> ref(D, i)   [publishes D's entries]
-//   (K3) read a status, or members and dependent                  (K4) decision CAS on D.status
-//   (K5) cas(): payload CAS, also over a cleanable reference       (K6) cas(): CAS word ->
-//   ref(fresh, 0) (K7) cleanup and finalization CAS: ref(D, i) -> final value (K8) join CAS / leave
-//   fetch-sub on D.members     (K9) mark D dependent
+//   (K3) read a status, members, wait_until or the epoch
+//   (K4) decision CAS on D.status
+//   (K5) cas(): payload CAS, also over a cleanable reference
+//   (K6) cas(): CAS word -> ref(fresh, 0)
+//   (K7) cleanup and finalization CAS: ref(D, i) -> final value
+//   (K8) join CAS / leave fetch-sub on D.members
+//   (K9) read the epoch, raise D.wait_until
 // Statistics counters are relaxed (they order nothing).
 //
 // FAQ
@@ -144,8 +154,9 @@
 //   restores them before it returns.
 // - When does a word hold a reference between operations? Only when a helper of the operation
 //   was preempted before it left (the helper restores the words when it leaves), or the
-//   operation replaced such a reference (dependent: restored by finalization). A table that
-//   one thread at a time changes never does (tests: KcasSequential.*LeavesPayloads*,
+//   operation replaced such a reference and the epoch could not be pushed two past it at its
+//   close (a thread was pinned then): finalization restores those. A table that one thread at
+//   a time changes never does (tests: KcasSequential.SuccessAndFailureLeavePayloads,
 //   LockFreeQuiescent.*).
 // - Why is read() not helping? It need not: seeing through is linearizable and wait-free, and
 //   it keeps lookups free of shared writes.
@@ -256,11 +267,12 @@ struct KcasStats {
   std::atomic<std::uint64_t> descriptors_beyond_pool_deleted{0};
   std::atomic<std::uint64_t> words_finalized{0};  // finalization CASes that succeeded
   // Descriptors whose words their last member restored at once (the common case), and those
-  // left to finalization after a grace period (a helper outlived the owner, or dependent).
+  // left to finalization after a grace period (a helper outlived the owner, or a wait).
   std::atomic<std::uint64_t> cleaned_at_once{0};
   std::atomic<std::uint64_t> left_to_finalization{0};
   std::atomic<std::uint64_t> words_cleaned{0};  // cleanup CASes that succeeded
-  // read() calls that met a descriptor reference (and pinned, and read the descriptor).
+  // read() calls that met a descriptor reference (and pinned, and read the descriptor). With
+  // statistics on, that read writes this shared counter: KcasStats is for tests and diagnosis.
   std::atomic<std::uint64_t> reads_through_descriptor{0};
 };
 
@@ -337,9 +349,9 @@ class Kcas {
     // Threads that may still install this descriptor: the owner, from birth, and each helper
     // between join() and leave(). 0 = closed: nobody installs it again, ever.
     std::atomic<std::uint32_t> members;
-    // Set when an install replaced a reference to a decided descriptor that was not cleanable:
-    // its words must then wait for a grace period too (rule (R) below).
-    std::atomic<bool> dependent;
+    // 0, or the epoch from which its words may be restored: E + 2 for the epoch E read when an
+    // install replaced a reference to a decided descriptor that was not cleanable (rule (R)).
+    std::atomic<std::uint64_t> wait_until;
     Kcas* owner;
     Descriptor* next_free;   // link in a thread's free list
     DescriptorBlock* block;  // the pool block it lives in; nullptr: allocated on its own
@@ -641,7 +653,7 @@ class Kcas {
       if (d.status.load() != KcasStatus::kActive) return Install::kDecided;  // (K3)
       // Replacing a decided descriptor that may still have a late installer: d inherits the
       // wait (R). Set before the CAS; d cannot close while this thread is a member.
-      if (reference && !cleanable(*descriptor_of(content))) d.dependent.store(true);  // (K9)
+      if (reference && !cleanable(*descriptor_of(content))) wait_for_late_installers(d);
       hook(KcasHookPoint::kBeforeInstall, i, helping, d);
       if (e.word->raw_.compare_exchange_strong(content, mine)) {  // (K2)
         hook(KcasHookPoint::kAfterInstall, i, helping, d);
@@ -678,7 +690,7 @@ class Kcas {
         }
         if (logical_value(content) != expected) break;
         if (cleanable(other)) {
-          // (R) allows a payload over a closed, independent descriptor.
+          // (R) allows a payload over a cleanable descriptor.
           if (word.raw_.compare_exchange_weak(content, desired)) {  // (K5)
             succeeded = true;
             break;
@@ -686,14 +698,14 @@ class Kcas {
           continue;
         }
         // (R): a descriptor that may still have a late installer gives way to a one-word
-        // descriptor born succeeded and dependent (no thread ever helps it; finalization after
-        // a grace period restores the word), not to a payload.
+        // descriptor born succeeded and closed (no thread ever helps it) that waits for the
+        // late installers, not to a payload.
         if (fresh == nullptr) {
           fresh = make_descriptor(KcasStatus::kSucceeded, 1, {KcasEntry{&word, expected, desired}},
                                   /*pinned=*/true);
-          fresh->members.store(0, std::memory_order_relaxed);  // closed from birth
-          fresh->dependent.store(true, std::memory_order_relaxed);
+          fresh->members.store(0, std::memory_order_relaxed);
         }
+        wait_for_late_installers(*fresh);
         if (word.raw_.compare_exchange_weak(content, reference(fresh, 0))) {  // (K6)
           published = true;
           succeeded = true;
@@ -703,7 +715,7 @@ class Kcas {
     }
     if (published) {
       count(&KcasStats::cas_over_descriptor);
-      domain_.retire(fresh, &finalize);
+      close(*fresh, /*helping=*/false);
     } else if (fresh != nullptr) {
       destroy(fresh);
     }
@@ -723,23 +735,55 @@ class Kcas {
     leave(other, /*helping=*/true);
   }
 
-  // A member is done installing d (its run() returned, so d is decided). The last member
-  // restores d's words at once unless d is dependent (step 3, no grace period: no thread can
-  // install d any more). The owner then retires d: for reuse after one grace period if its words
-  // are restored, else for finalization (GKMZ's path: a helper outlived the owner and restores
-  // the words itself when it leaves, or d is dependent).
+  // A member is done installing d (its run() returned, so d is decided). The last member closes
+  // it; the owner retires it.
   void leave(Descriptor& d, bool helping) {
-    const bool last = d.members.fetch_sub(1) == 1;  // (K8) leave
-    const bool restored = last && !d.dependent.load();
-    if (restored) clean(d, helping);
+    if (d.members.fetch_sub(1) == 1) {  // (K8) leave
+      close(d, helping);
+    } else if (!helping) {
+      // GKMZ's path: a helper is still inside; it restores the words when it leaves (or they
+      // wait for finalization).
+      count(&KcasStats::left_to_finalization);
+      domain_.retire(&d, &finalize);
+    }
+  }
+
+  // d is decided and closed: nobody installs it again. Its words are restored at once (step 3,
+  // no grace period) unless late installers of a descriptor it replaced may still be inside;
+  // then the epoch is pushed on (never waited for) and, if that does not get it past d's wait,
+  // finalization restores them. The owner (helping = false) retires d: for reuse after one grace
+  // period if its words are restored, else for finalization.
+  void close(Descriptor& d, bool helping) {
+    bool restorable = past_wait(d);
+    if (!restorable) {
+      domain_.try_advance();
+      domain_.try_advance();
+      restorable = past_wait(d);
+    }
+    if (restorable) clean(d, helping);
     if (helping) return;
-    if (restored) {
+    if (restorable) {
       count(&KcasStats::cleaned_at_once);
       domain_.retire(&d, &destroy);
     } else {
       count(&KcasStats::left_to_finalization);
       domain_.retire(&d, &finalize);
     }
+  }
+
+  // d replaced a reference to a decided descriptor that a member may still install (it read its
+  // word before the decision, so it is pinned at an epoch <= E, read now): d's words wait until
+  // the epoch is E + 2, when every guard opened at E or before has closed. Only members of d
+  // call this, before they leave.
+  void wait_for_late_installers(Descriptor& d) noexcept {
+    const std::uint64_t until = domain_.epoch() + 2;  // (K9) with the store below
+    std::uint64_t current = d.wait_until.load();
+    while (current < until && !d.wait_until.compare_exchange_weak(current, until)) {
+    }
+  }
+
+  bool past_wait(const Descriptor& d) const noexcept {
+    return domain_.epoch() >= d.wait_until.load();  // (K3)
   }
 
   // Step 3 by d's last member: every word that still refers to d gets its final value.
@@ -755,10 +799,11 @@ class Kcas {
     }
   }
 
-  // Whether a payload may replace a reference to decided descriptor d at once: d is closed (no
-  // late installer is left) and independent. The caller is pinned.
-  static bool cleanable(const Descriptor& d) noexcept {
-    return d.members.load() == 0 && !d.dependent.load();  // (K3)
+  // Whether a payload may replace a reference to decided descriptor d at once: d is closed (it
+  // has no late installer left) and past its wait (nor has any descriptor it replaced). The
+  // caller is pinned.
+  bool cleanable(const Descriptor& d) const noexcept {
+    return d.members.load() == 0 && past_wait(d);  // (K3)
   }
 
   // Reclamation, first grace period over: no thread can install d any more (R). Step 3 for the
@@ -803,7 +848,7 @@ class Kcas {
     // the install CAS (K2) or (K6) publishes it.
     d->status.store(status, std::memory_order_relaxed);
     d->members.store(1, std::memory_order_relaxed);  // the owner
-    d->dependent.store(false, std::memory_order_relaxed);
+    d->wait_until.store(0, std::memory_order_relaxed);
     d->size = static_cast<std::uint32_t>(size);
     d->owner = this;
     d->entries = entries;

@@ -11,9 +11,10 @@
 // nothing.
 //
 // The sections:
-//   read(at, probe)   read both stripes' counters, probe, read them again: a probe that found
-//                     its fingerprint is done; one that found nothing counts only when neither
-//                     counter moved (1), else it runs again.
+//   read(at, probe)   probe: a probe that found its fingerprint is done. One that found
+//                     nothing proves nothing yet: read both stripes' counters, probe, read them
+//                     again; a miss counts only when neither counter moved (1), else it runs
+//                     again.
 //   update(at, plan, apply)   an insert's store: apply(plan()) as it stands (a false "no room"
 //                     costs nothing: the core's path search looks again). An erase: plan and
 //                     apply between two counter reads, again until it removed a copy or neither
@@ -95,6 +96,11 @@ class LockFreeSync {
 
   template <class Probe>
   auto read(const ccf::detail::Location& at, Probe&& probe) const {
+    if constexpr (std::is_same_v<decltype(probe()), bool>) {
+      // A hit needs no counter (1): look first, and pay for the counters only on a miss, which
+      // proves nothing until a scan between two equal counter reads confirms it.
+      if (probe()) return true;
+    }
     for (;;) {
       const std::uint64_t before_primary = counter(at.primary);
       const std::uint64_t before_alternate = counter(at.alternate);

@@ -1,15 +1,16 @@
 // EpochDomain: epoch-based reclamation (EBR) for the descriptors of ccf::lockfree.
 //
-// Why epochs and not hazard pointers. The K-CAS of kcas.hpp leaves descriptors in the words
-// they changed until reclamation finalizes them, so (1) a reader dereferences a descriptor
-// reached through a word, (2) a helper dereferences descriptors recursively (helping nests up
-// to one level per concurrent K-CAS), and (3) a descriptor needs TWO grace periods: one after
-// its outcome is decided (so that no late helper can re-install it) before its words are
-// finalized, and one after finalization before it is freed. With hazard pointers, (1) costs a
-// publish-and-revalidate with a full fence per descriptor reached, (2) needs an unbounded
-// number of hazard slots, and (3) needs a second mechanism. With epochs a reader pins once per
-// operation (one store, no per-pointer work), nesting is free, and (3) is a re-retire from
-// the finalizer. The price is the classic one: a thread stalled inside a guard stops the
+// Why epochs and not hazard pointers. In the K-CAS of kcas.hpp (1) a reader dereferences a
+// descriptor reached through a word, (2) a helper dereferences descriptors recursively (helping
+// nests up to one level per concurrent K-CAS), and (3) the descriptors that their operation
+// could not restore at once (a helper was still inside, or a late installer of a descriptor
+// they replaced may be) need TWO grace periods: one after the outcome is decided (so that no
+// late installer can re-install it) before their words are finalized, and one after
+// finalization before they are freed; the epoch also tells when such a late installer is gone. With
+// hazard pointers, (1) costs a publish-and-revalidate with a full fence per descriptor reached, (2)
+// needs an unbounded number of hazard slots, and (3) needs a second mechanism. With epochs a reader
+// pins once per operation (one store, no per-pointer work), nesting is free, and (3) is a re-retire
+// from the finalizer. The price is the classic one: a thread stalled inside a guard stops the
 // epoch, so memory retired after that point waits for it (see "Progress" below).
 //
 // State. A global epoch counter E and one record per registered thread:
