@@ -234,7 +234,9 @@ TEST(LockFreeQuiescent, LookupsAfterAChurnByThreadsThatExitedReadNoDescriptor) {
   ASSERT_GT(filter.migrations(), 0u) << "and migration K-CAS operations";
   // Two threads on disjoint keys still share stripe counters and may have helped each other:
   // such descriptors may wait for finalization; every other one was restored by its owner.
-  if (stats.helps.load() == 0) EXPECT_EQ(stats.left_to_finalization.load(), 0u);
+  if (stats.helps.load() == 0) {
+    EXPECT_EQ(stats.left_to_finalization.load(), 0u);
+  }
   const std::uint64_t through_before = stats.reads_through_descriptor.load();
   std::size_t missing = 0;
   for (std::size_t i = 0; i < stored; ++i) missing += !filter.contains(keys[i]);
