@@ -96,23 +96,27 @@ class LockFreeSync {
 
   template <class Probe>
   auto read(const ccf::detail::Location& at, Probe&& probe) const {
-    if constexpr (std::is_same_v<decltype(probe()), bool>) {
-      // A hit needs no counter (1): look first, and pay for the counters only on a miss, which
-      // proves nothing until a scan between two equal counter reads confirms it.
-      if (probe()) return true;
-    }
+    // A probe that found its fingerprint needs no counter (1): the first probe runs before any
+    // counter is read, and only a miss pays for them. Every other result counts only from a
+    // scan between two equal counter reads. (One probe call site, so that it inlines.)
+    constexpr bool kFoundEnds = std::is_same_v<std::invoke_result_t<Probe&>, bool>;
+    bool checked = !kFoundEnds;
+    std::uint64_t before_primary = checked ? counter(at.primary) : 0;
+    std::uint64_t before_alternate = checked ? counter(at.alternate) : 0;
     for (;;) {
-      const std::uint64_t before_primary = counter(at.primary);
-      const std::uint64_t before_alternate = counter(at.alternate);
-      lookup_hook(kcas(), LookupHookPoint::kAfterCounters);
+      if (checked) lookup_hook(kcas(), LookupHookPoint::kAfterCounters);
       const auto result = probe();
-      if constexpr (std::is_same_v<decltype(result), const bool>) {
+      if constexpr (kFoundEnds) {
         if (result) return result;  // a copy was there: found, whatever moved since
       }
-      lookup_hook(kcas(), LookupHookPoint::kBeforeRecheck);
-      if (counter(at.primary) == before_primary && counter(at.alternate) == before_alternate) {
-        return result;
-      }
+      if (checked) lookup_hook(kcas(), LookupHookPoint::kBeforeRecheck);
+      const std::uint64_t primary = counter(at.primary);
+      const std::uint64_t alternate = counter(at.alternate);
+      if (checked && primary == before_primary && alternate == before_alternate) return result;
+      // Read before the next scan: its first counter read.
+      before_primary = primary;
+      before_alternate = alternate;
+      checked = true;
     }
   }
 
