@@ -116,7 +116,7 @@ struct FilterHeader {
   static constexpr std::size_t kEncodedSize = 96;
 
   std::string shape() const {
-    const char* const name = layout == TableLayout::kSemiSorted ? "semi-sorted"
+    const char* const name = layout == TableLayout::kSemiSorted  ? "semi-sorted"
                              : layout == TableLayout::kKcasWords ? "K-CAS words"
                                                                  : "packed";
     return std::string(name) + " " + std::to_string(fp_bits) + "-bit fingerprints, " +
@@ -459,15 +459,15 @@ Table read_table(const FilterHeader& h, std::istream& in) {
 template <class Table>
 Table read_level(std::istream& in, unsigned level, const LevelRecord& expected) {
   const LevelRecord r = LevelRecord::read(in, level);
-  if (r.fp_bits != expected.fp_bits || r.slots != expected.slots ||
-      r.buckets != expected.buckets || r.payload_bytes != expected.payload_bytes) {
-    throw FormatError("level " + std::to_string(level) + " record does not match the header: " +
-                      std::to_string(r.buckets) + " buckets of " + std::to_string(r.slots) +
-                      " slots, " + std::to_string(r.fp_bits) + "-bit fingerprints, " +
-                      std::to_string(r.payload_bytes) + " payload bytes where the header implies " +
-                      std::to_string(expected.buckets) + ", " + std::to_string(expected.slots) +
-                      ", " + std::to_string(expected.fp_bits) + "-bit and " +
-                      std::to_string(expected.payload_bytes));
+  if (r.fp_bits != expected.fp_bits || r.slots != expected.slots || r.buckets != expected.buckets ||
+      r.payload_bytes != expected.payload_bytes) {
+    throw FormatError(
+        "level " + std::to_string(level) +
+        " record does not match the header: " + std::to_string(r.buckets) + " buckets of " +
+        std::to_string(r.slots) + " slots, " + std::to_string(r.fp_bits) + "-bit fingerprints, " +
+        std::to_string(r.payload_bytes) + " payload bytes where the header implies " +
+        std::to_string(expected.buckets) + ", " + std::to_string(expected.slots) + ", " +
+        std::to_string(expected.fp_bits) + "-bit and " + std::to_string(expected.payload_bytes));
   }
   if (r.items > r.buckets * r.slots) {
     throw FormatError("item count of level " + std::to_string(level) + " larger than the level");

@@ -81,8 +81,8 @@
 #include <new>
 #include <optional>
 #include <ostream>
-#include <stdexcept>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -202,9 +202,8 @@ class LockFreeCuckooFilter
     });
   }
   unsigned level_fp_bits(unsigned k) const {
-    return with_grown_level(k, [](const auto& level) {
-      return std::remove_cvref_t<decltype(level)>::kFpBits;
-    });
+    return with_grown_level(
+        k, [](const auto& level) { return std::remove_cvref_t<decltype(level)>::kFpBits; });
   }
   std::size_t levels() const noexcept { return published_.load(std::memory_order_acquire); }
   // The levels this filter may grow to (1 when growth is off).
@@ -218,8 +217,9 @@ class LockFreeCuckooFilter
   std::string shape() const {
     const std::size_t n = levels();
     std::string widths = std::to_string(kFpBits) + "-bit fingerprints";
-    if (n > 1) widths += " (" + std::to_string(kUpperFpBits) + "-bit in levels 1.." +
-                         std::to_string(n - 1) + ")";
+    if (n > 1)
+      widths +=
+          " (" + std::to_string(kUpperFpBits) + "-bit in levels 1.." + std::to_string(n - 1) + ")";
     return "lock-free " + widths + ", 4 slots/bucket, " + std::to_string(n) + " level(s)";
   }
 
@@ -590,9 +590,8 @@ class LockFreeCuckooFilter
                               std::to_string(h.fp_bits) + "-bit fingerprints grown to " +
                               std::to_string(h.levels) + " levels";
     if (h.fp_bits != kFpBits) {
-      throw FormatError(grown + "; load it with LockFreeCuckooFilter<" +
-                        std::to_string(h.fp_bits) + ">, not LockFreeCuckooFilter<" +
-                        std::to_string(kFpBits) + ">");
+      throw FormatError(grown + "; load it with LockFreeCuckooFilter<" + std::to_string(h.fp_bits) +
+                        ">, not LockFreeCuckooFilter<" + std::to_string(kFpBits) + ">");
     }
     if (h.slots != kSlots || h.upper_fp_bits != kUpperFpBits) {
       throw FormatError(grown + " with " + std::to_string(h.slots) + " slots per bucket and " +
