@@ -22,10 +22,10 @@
 // the widest width that packs as many slots per word as F + 3 does (F = 4: 7, 9 per word;
 // F = 8: 12, 5 per word; F = 12: 15, 4 per word). A lookup compares all W bits, so each later
 // level adds at most 2^-3 of level 0's false-positive rate at equal load: 8 levels answer
-// "maybe" at most (1 + 7/8)x as often as one (Fan et al. 2014, section 4: a level's rate is
-// about 8 load / 2^W). Every level computes its buckets from the F-bit fingerprint, the
-// projection of the stored one (nested_addressing.hpp), so a key has the same bucket pair in a
-// level whatever its width, and the levels nest as (3) needs.
+// "maybe" at most (1 + 7/8)x as often as one (a level's rate is about 2b load / 2^W, Fan et
+// al., CoNEXT 2014; b = 4; basic_cuckoo_filter.hpp, "Guarantees"). Every level computes its buckets
+// from the F-bit fingerprint, the projection of the stored one (nested_addressing.hpp), so a key
+// has the same bucket pair in a level whatever its width, and the levels nest as (3) needs.
 //
 // Why no present item is missed (numbered for docs/lockfree.md, which has the whole proof):
 //   (1) A scan of one level that finds nothing with unchanged counters proves: no
