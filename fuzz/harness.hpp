@@ -74,19 +74,42 @@ std::string saved(const Filter& filter) {
   return std::move(out).str();
 }
 
+// Recomputes the checksum of `payload` bytes at `at` into the 8 bytes after them, if all are
+// present; false if not.
+inline bool reseal_span(std::string& out, std::size_t at, std::uint64_t payload) {
+  if (at > out.size() || payload > out.size() - at || out.size() - at - payload < 8) return false;
+  const std::uint64_t sum = XXH3_64bits(out.data() + at, static_cast<std::size_t>(payload));
+  std::memcpy(out.data() + at + payload, &sum, 8);
+  return true;
+}
+
 // The bytes with the header checksum and, when the announced payload is present, the payload
-// checksum recomputed (detail/filter_format.hpp); shorter inputs come back unchanged.
+// checksum recomputed (detail/filter_format.hpp); in a version-2 file, every level's record
+// and payload checksum as far as they are present. Shorter inputs come back unchanged.
 inline std::string resealed(std::string_view bytes) {
   std::string out(bytes);
   constexpr std::size_t kHeader = detail::FilterHeader::kEncodedSize;
   if (out.size() < kHeader) return out;
   const std::uint64_t header_sum = XXH3_64bits(out.data(), kHeader - 8);
   std::memcpy(out.data() + kHeader - 8, &header_sum, 8);
-  std::uint64_t payload = 0;
-  std::memcpy(&payload, out.data() + kHeader - 16, 8);
-  if (payload <= out.size() - kHeader && out.size() - kHeader - payload >= 8) {
-    const std::uint64_t payload_sum = XXH3_64bits(out.data() + kHeader, payload);
-    std::memcpy(out.data() + kHeader + payload, &payload_sum, 8);
+  std::uint32_t version = 0, levels = 0;
+  std::memcpy(&version, out.data() + 8, 4);
+  std::memcpy(&levels, out.data() + 60, 4);
+  if (version != detail::kLevelsFormatVersion) {
+    std::uint64_t payload = 0;
+    std::memcpy(&payload, out.data() + kHeader - 16, 8);
+    reseal_span(out, kHeader, payload);
+    return out;
+  }
+  constexpr std::size_t kRecord = detail::LevelRecord::kEncodedSize;
+  std::size_t at = kHeader;
+  for (std::uint32_t k = 0; k < levels && k < detail::kMaxFileLevels; ++k) {
+    if (!reseal_span(out, at, kRecord - 8)) break;
+    std::uint64_t payload = 0;
+    std::memcpy(&payload, out.data() + at + 24, 8);
+    at += kRecord;
+    if (!reseal_span(out, at, payload)) break;
+    at += static_cast<std::size_t>(payload) + 8;
   }
   return out;
 }

@@ -67,20 +67,22 @@ std::string with_victim() {
   return saved(filter);
 }
 
-// Malformed variants of a valid file.
-void write_malformed(const fs::path& dir, const std::string& valid) {
+// Malformed variants of a valid file, named with `prefix`.
+void write_malformed(const fs::path& dir, const std::string& valid,
+                     const std::string& prefix = "") {
   constexpr std::size_t kHeader = ccf::detail::FilterHeader::kEncodedSize;
   std::string bad_magic = valid;
   bad_magic[0] = 'X';
-  write(dir / "bad-magic.ccf", bad_magic);
-  write(dir / "truncated-header.ccf", valid.substr(0, kHeader / 2));
-  write(dir / "truncated-payload.ccf", valid.substr(0, kHeader + (valid.size() - kHeader) / 2));
+  write(dir / (prefix + "bad-magic.ccf"), bad_magic);
+  write(dir / (prefix + "truncated-header.ccf"), valid.substr(0, kHeader / 2));
+  write(dir / (prefix + "truncated-payload.ccf"),
+        valid.substr(0, kHeader + (valid.size() - kHeader) / 2));
   std::string bad_header = valid;
   bad_header[40] ^= 1;  // items stored
-  write(dir / "bad-header-checksum.ccf", bad_header);
+  write(dir / (prefix + "bad-header-checksum.ccf"), bad_header);
   std::string bad_payload = valid;
   bad_payload[kHeader] ^= 0x10;
-  write(dir / "bad-payload-checksum.ccf", bad_payload);
+  write(dir / (prefix + "bad-payload-checksum.ccf"), bad_payload);
 }
 
 // One file for every shape AnyCuckooFilter holds (the alternatives of its variant).
@@ -124,12 +126,28 @@ std::string lock_free_file() {
   return half_full<Filter>(typename Filter::Options{.filter = kOptions, .grow = true});
 }
 
+// A lock-free filter for 8 items grown to 3 levels (format version 2), 6 of the 7 buckets' worth
+// filled then 3 items erased, so its words have gaps.
+template <unsigned F>
+std::string grown_lock_free_file() {
+  using Filter = ccf::LockFreeCuckooFilter<F>;
+  Filter filter(8, typename Filter::Options{.filter = kOptions, .grow = true});
+  std::uint64_t key = 1;
+  while (filter.levels() < 3) static_cast<void>(filter.insert(key++));
+  for (std::uint64_t erased = 1; erased <= 3; ++erased) static_cast<void>(filter.erase(erased));
+  return saved(filter);
+}
+
 void lock_free_filter_corpus(const fs::path& dir) {
   write(dir / "lock-free-4.ccf", lock_free_file<4>());
   write(dir / "lock-free-8.ccf", lock_free_file<8>());
   write(dir / "lock-free-12.ccf", lock_free_file<12>());
   write(dir / "victim-packed-12x4.ccf", with_victim<CuckooFilter<PackedTable<12, 4>>>());
   write_malformed(dir, lock_free_file<12>());
+  write(dir / "grown-4.ccf", grown_lock_free_file<4>());
+  write(dir / "grown-8.ccf", grown_lock_free_file<8>());
+  write(dir / "grown-12.ccf", grown_lock_free_file<12>());
+  write_malformed(dir, grown_lock_free_file<12>(), "grown-");
 }
 
 // Log store files (store/log_format.hpp): puts, tombstones, a key stored again after its

@@ -567,6 +567,73 @@ TEST_P(HostileLoad, EveryHostileInputIsAFormatErrorWithinTheBytesDelivered) {
   }
 }
 
+// Format version 2 (a grown lock-free filter): a forged header with a valid checksum announcing
+// 8 levels of 32 GiB or 64 TiB in all, then level 0's record (valid, as the header implies) and
+// a part of its payload, or nothing: a FormatError naming what is missing, within the bytes
+// delivered plus a chunk, as for one table.
+TEST_P(HostileLoad, GrownFileHeadersAreRefusedWithinTheBytesDelivered) {
+  using Filter = ccf::LockFreeCuckooFilter<12>;
+  using Image = ccf::lockfree::KcasTableImage<12>;
+  using UpperImage = ccf::lockfree::KcasTableImage<Filter::kUpperFpBits>;
+  const auto grown = [](std::uint64_t claimed) {
+    FilterHeader h;
+    h.version = ccf::detail::kLevelsFormatVersion;
+    h.layout = ccf::detail::TableLayout::kKcasWords;
+    h.fp_bits = 12;
+    h.slots = 4;
+    h.levels = 8;
+    h.upper_fp_bits = Filter::kUpperFpBits;
+    h.seed = 7;
+    h.max_kicks = 500;
+    // About `claimed` payload bytes in all: level k costs about 2^k of level 0's buckets at
+    // 16 bits per slot, level 0 at 12.8.
+    h.buckets = claimed / (UpperImage::payload_bytes(255 * 64) / 64);
+    for (unsigned k = 0; k < 8; ++k) {
+      h.payload_bytes +=
+          k == 0 ? Image::payload_bytes(h.buckets) : UpperImage::payload_bytes(h.buckets << k);
+    }
+    h.capacity = h.buckets;
+    return h;
+  };
+  const auto level0_record = [](const FilterHeader& h) {
+    const ccf::detail::LevelRecord r{12, 4, h.buckets, 0, Image::payload_bytes(h.buckets)};
+    const auto bytes = r.encode();
+    return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  };
+  const FilterHeader gib32 = grown(32 * kGiB);
+  const FilterHeader tib64 = grown(kMaxTableBytes - kGiB);
+  const std::vector<Hostile> inputs = {
+      {"grown: 32 GiB announced, level 0's record, 8 MiB of zeros",
+       encoded(gib32) + level0_record(gib32), 8 * kMiB,
+       truncated_payload(Image::payload_bytes(gib32.buckets), 8 * kMiB)},
+      {"grown: 64 TiB announced, nothing after the header", encoded(tib64), 0,
+       "truncated cuckoo filter: the record of level 0 is missing"},
+  };
+  for (const Hostile& input : inputs) {
+    SCOPED_TRACE(input.name + ", " + name_of(GetParam()));
+    std::string message = "(no FormatError)";
+    Watch::Peaks peaks;
+    through(GetParam(), input.head, input.zeros, [&](std::istream& in) {
+      Watch watch;
+      try {
+        static_cast<void>(Filter::load(in));
+      } catch (const FormatError& error) {
+        message = error.what();
+      } catch (const std::exception& error) {
+        message = std::string("wrong exception: ") + error.what();
+      }
+      peaks = watch.peaks();
+    });
+    EXPECT_EQ(message, input.message);
+    const std::uint64_t bound = input.delivered() + kPayloadChunkBytes;
+    if (CCF_COUNT_HEAP) {
+      EXPECT_LE(peaks.heap, bound + kHeapSlack);
+    }
+    EXPECT_LE(peaks.mapped, bound + kMappedSlack);
+    EXPECT_LE(peaks.resident, kResidentPerByte * (bound + kMappedSlack));
+  }
+}
+
 TEST(GoodFiles, LoadThroughEveryStream) {
   const std::vector<std::uint64_t> keys = member_keys(100'000, 3);
   for (const Loader& loader : all_loaders()) {

@@ -15,9 +15,11 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "ccf/detail/addressing.hpp"
+#include "ccf/detail/nested_addressing.hpp"
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
 #include "sanitizer_scale.hpp"
 #include "test_keys.hpp"
@@ -35,10 +37,16 @@ using ccf::Status;
 // keys lost at F = 8 before levels nested and erase went newest first).
 template <unsigned F>
 void expect_kept_keys_survive_erase_after_growth(std::size_t capacity, std::uint64_t seed) {
-  ccf::LockFreeCuckooFilter<F> filter(capacity);
+  using Filter = ccf::LockFreeCuckooFilter<F>;
+  Filter filter(capacity);
   const auto keys = ccf::testing::member_keys(4 * capacity, seed);
   for (const auto key : keys) ASSERT_EQ(filter.insert(key), Status::kOk);
   ASSERT_GE(filter.levels(), 3u);
+  // Levels after the first store wider fingerprints than level 0 (addressed by their F-bit
+  // projection, so that the levels still nest).
+  ASSERT_EQ(filter.level_fp_bits(0), F);
+  for (unsigned k = 1; k < filter.levels(); ++k)
+    ASSERT_EQ(filter.level_fp_bits(k), Filter::kUpperFpBits);
   for (std::size_t i = 0; i < keys.size(); i += 2) ASSERT_EQ(filter.erase(keys[i]), Status::kOk);
   std::size_t lost = 0;
   for (std::size_t i = 1; i < keys.size(); i += 2) lost += !filter.contains(keys[i]);
@@ -68,7 +76,64 @@ TEST(LockFreeGrownErase, KeptKeysSurviveAtF4) {
   }
 }
 
-TEST(LockFreeGrownErase, GrownFilterCostsAtMostOneAndAHalfTimesAnUngrownOne) {
+// Keys that share level 0's fingerprint and bucket pair but not a later level's wider
+// fingerprint: x is stored in level 0, z (same F-bit fingerprint, same level-0 pair, another
+// F'-bit fingerprint) in level 1. Erasing z must take z's copy in level 1 and leave x's; erasing
+// x then finds x's in level 0. (A level-1 lookup or erase compares all F' bits; the pairs are
+// computed from the F-bit projection, so z's level-1 pair lies under x's level-0 pair.)
+TEST(LockFreeGrownErase, KeysSharingLevelZerosFingerprintButNotTheWiderOne) {
+  using Filter = ccf::LockFreeCuckooFilter<4>;
+  constexpr std::size_t kCapacity = 16;
+  Filter filter(kCapacity);
+  const std::uint64_t buckets = filter.capacity() / 4;
+  const ccf::detail::NestedAddressing<4> level0(buckets, 0);
+  const ccf::detail::NestedAddressing<Filter::kUpperFpBits, 4> level1(buckets, 1);
+  const auto pair0 = [&](std::uint64_t key) {
+    const std::uint64_t h = ccf::hash_key(key, filter.seed());
+    const std::uint64_t i = level0.index(h);
+    const std::uint32_t fp = level0.fingerprint(h);
+    return std::tuple{fp, std::min(i, level0.alternate(i, fp)),
+                      std::max(i, level0.alternate(i, fp))};
+  };
+  const auto fp1 = [&](std::uint64_t key) {
+    return level1.fingerprint(ccf::hash_key(key, filter.seed()));
+  };
+  // Fill level 0 to its first refusal with keys from 1000 on; the key that was refused (and
+  // grew the filter) is the first in level 1.
+  std::vector<std::uint64_t> stored;
+  std::uint64_t key = 1000;
+  while (filter.levels() == 1) {
+    ASSERT_EQ(filter.insert(key), Status::kOk);
+    stored.push_back(key++);
+  }
+  // x: a key in level 0 (any but the last); z: a fresh key with x's level-0 fingerprint and
+  // pair and another level-1 fingerprint, inserted now into level 1.
+  const std::uint64_t x = stored.front();
+  std::uint64_t z = 1'000'000;
+  while (pair0(z) != pair0(x) || fp1(z) == fp1(x)) ++z;
+  using Upper = ccf::detail::NestedAddressing<Filter::kUpperFpBits, 4>;
+  ASSERT_EQ(Upper::project(fp1(z)), std::get<0>(pair0(z)))
+      << "the projection of the wider fingerprint is the F-bit one";
+  const std::size_t in_level1 = filter.level_occupied(1);
+  ASSERT_EQ(filter.insert(z), Status::kOk);
+  ASSERT_EQ(filter.level_occupied(1), in_level1 + 1) << "z went to the newest level";
+  ASSERT_EQ(filter.erase(z), Status::kOk);
+  EXPECT_EQ(filter.level_occupied(1), in_level1) << "z's erase took its copy in level 1";
+  for (const std::uint64_t kept : stored) ASSERT_TRUE(filter.contains(kept)) << kept;
+  ASSERT_EQ(filter.erase(x), Status::kOk);
+  for (std::size_t i = 1; i < stored.size(); ++i) ASSERT_TRUE(filter.contains(stored[i])) << i;
+}
+
+// A filter grown to two levels (twice its capacity, level 1 about half full) against an ungrown
+// filter of the same contents. Level 1 stores F' = 15-bit fingerprints at 16 bits per slot,
+// level 0 12 bits at 12.8 (plus 0.125 per slot of counters in both), so at equal loads the
+// grown filter costs (12.925 + 2 x 16.125) / (3 x 12.925) = 1.17x the slots' bits of an ungrown
+// filter as large as both levels, and it holds only as many items as an ungrown filter of 2/3
+// of its slots: (12.925 + 2 x 16.125) / (2 x 12.925) = 1.75x. (With 12-bit fingerprints in
+// both levels, as before later levels were widened: 1.5x.) The wider levels are what bounds a
+// grown filter's false-positive rate (false_positive_rate_test.cpp); a filter grown to 8
+// levels and filled costs about 1.25x an ungrown one of the same load (the same file).
+TEST(LockFreeGrownErase, GrownFilterCostsAtMostOnePointEightTimesAnUngrownOne) {
   constexpr std::size_t kCapacity = 1 << 15;
   const auto keys = ccf::testing::member_keys(2 * kCapacity, 11);
   ccf::LockFreeCuckooFilter<12> grown(kCapacity);
@@ -81,7 +146,7 @@ TEST(LockFreeGrownErase, GrownFilterCostsAtMostOneAndAHalfTimesAnUngrownOne) {
   const double ratio = grown.bits_per_item() / ungrown.bits_per_item();
   std::printf("bits/item: grown to %zu levels %.2f, ungrown %.2f (ratio %.2f)\n", grown.levels(),
               grown.bits_per_item(), ungrown.bits_per_item(), ratio);
-  EXPECT_LE(ratio, 1.6);
+  EXPECT_LE(ratio, 1.8);
 }
 
 // ---- writes at exact points of a lookup ----------------------------------------------------

@@ -329,4 +329,63 @@ TYPED_TEST(LockFreeHeader, LoadedFilterSavesTheHeaderItWasLoadedFrom) {
   expect_sequential_load<ccf::CuckooFilter<Table>>(again, asked_for<Table>(), buckets, keys);
 }
 
+// Grown to 3 levels: format version 2. Every header field is what was asked or what the filter
+// holds; each level's record names its width (F, then the filter's kUpperFpBits), buckets
+// (m * 2^k), items and payload; the file is the header plus each level's record, payload and
+// checksum. A sequential filter refuses the file, naming the filter that loads it.
+TYPED_TEST(LockFreeHeader, GrownFilterWritesVersionTwoWithEveryLevel) {
+  TypeParam filter(kCapacity, {.filter = kOptions});
+  const auto keys = insert_keys(filter, 4 * kCapacity, 8);
+  ASSERT_EQ(filter.levels(), 3u);
+  const std::string bytes = saved(filter);
+  std::istringstream in(bytes);
+  const FilterHeader h = HeaderCodec::read(in, ccf::detail::FileVersions::kOneTableOrLevels);
+  const std::uint64_t m = filter.level_capacity(0) / 4;
+  EXPECT_EQ(h.version, 2u);
+  EXPECT_EQ(h.layout, TableLayout::kKcasWords);
+  EXPECT_EQ(h.fp_bits, TypeParam::kFpBits);
+  EXPECT_EQ(h.slots, 4u);
+  EXPECT_EQ(h.buckets, m);
+  EXPECT_EQ(h.capacity, kCapacity);
+  EXPECT_EQ(h.items, keys.size());
+  EXPECT_EQ(h.seed, kSeed);
+  EXPECT_EQ(h.max_kicks, kMaxKicks);
+  EXPECT_EQ(h.levels, 3u);
+  EXPECT_EQ(h.upper_fp_bits, TypeParam::kUpperFpBits);
+  EXPECT_FALSE(h.victim_used);
+  std::uint64_t payload = 0, items = 0;
+  for (unsigned k = 0; k < 3; ++k) {
+    SCOPED_TRACE("level " + std::to_string(k));
+    const ccf::detail::LevelRecord r = ccf::detail::LevelRecord::read(in, k);
+    const unsigned width = k == 0 ? TypeParam::kFpBits : TypeParam::kUpperFpBits;
+    EXPECT_EQ(r.fp_bits, width);
+    EXPECT_EQ(filter.level_fp_bits(k), width);
+    EXPECT_EQ(r.slots, 4u);
+    EXPECT_EQ(r.buckets, m << k);
+    EXPECT_EQ(r.items, filter.level_occupied(k));
+    // floor(63 / width) slots per 64-bit word.
+    const std::uint64_t per_word = 63 / width;
+    EXPECT_EQ(r.payload_bytes, (r.buckets * 4 + per_word - 1) / per_word * 8);
+    payload += r.payload_bytes;
+    items += r.items;
+    in.seekg(static_cast<std::streamoff>(r.payload_bytes + 8), std::ios::cur);
+  }
+  EXPECT_EQ(h.payload_bytes, payload);
+  EXPECT_EQ(items, keys.size());
+  EXPECT_EQ(bytes.size(),
+            FilterHeader::kEncodedSize + payload + 3 * (ccf::detail::LevelRecord::kEncodedSize + 8))
+      << "file size";
+  std::istringstream again(bytes);
+  try {
+    static_cast<void>(ccf::CuckooFilter<ccf::PackedTable<TypeParam::kFpBits, 4>>::load(again));
+    ADD_FAILURE() << "the sequential filter loaded a grown lock-free filter's file";
+  } catch (const ccf::FormatError& error) {
+    EXPECT_NE(
+        std::string(error.what())
+            .find("load it with LockFreeCuckooFilter<" + std::to_string(TypeParam::kFpBits) + ">"),
+        std::string::npos)
+        << error.what();
+  }
+}
+
 }  // namespace

@@ -3,6 +3,7 @@
 // FormatError and leaves the filter being loaded into unchanged.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -162,8 +163,8 @@ TEST_F(Corruption, ForeignFilesAreRejected) {
 
 TEST_F(Corruption, OtherVersionIsRejected) {
   std::string bytes = good_;
-  bytes[8] = 2;  // version field; the header checksum also fails, but version is checked first
-  expect_rejected(bytes, "unsupported cuckoo filter format version 2");
+  bytes[8] = 3;  // version field; the header checksum also fails, but version is checked first
+  expect_rejected(bytes, "unsupported cuckoo filter format version 3");
 }
 
 TEST_F(Corruption, OtherShapeIsRejected) {
@@ -224,6 +225,157 @@ TEST_F(Corruption, EveryLoadRefusesAnImpossibleMaxKicks) {
     static_cast<void>(ccf::LockFreeCuckooFilter<12>::load(in));
   });
   expect_refused("any", [](std::istream& in) { ccf::AnyCuckooFilter::load(in); });
+}
+
+// ---- format version 2: a lock-free filter grown to several levels ---------------------------
+
+// A grown filter's file (3 levels) and what each of its levels spans in it.
+class GrownCorruption : public ::testing::Test {
+ protected:
+  using Filter = ccf::LockFreeCuckooFilter<12>;
+  static constexpr std::size_t kHeader = ccf::detail::FilterHeader::kEncodedSize;
+  static constexpr std::size_t kRecord = ccf::detail::LevelRecord::kEncodedSize;
+
+  struct Span {
+    std::size_t record, payload, payload_bytes, checksum;  // offsets; the payload's size
+  };
+
+  void SetUp() override {
+    for (std::uint64_t key = 0; key < 4000; ++key) ASSERT_EQ(source_.insert(key), Status::kOk);
+    ASSERT_EQ(source_.levels(), 3u);
+    good_ = saved(source_);
+    std::size_t at = kHeader;
+    for (unsigned k = 0; k < source_.levels(); ++k) {
+      std::uint64_t payload = 0;
+      std::memcpy(&payload, good_.data() + at + 24, sizeof payload);
+      levels_.push_back({at, at + kRecord, payload, at + kRecord + payload});
+      at += kRecord + payload + 8;
+    }
+    ASSERT_EQ(at, good_.size());
+  }
+
+  void expect_rejected(const std::string& bytes, const std::string& reason) {
+    std::istringstream in(bytes);
+    try {
+      static_cast<void>(Filter::load(in));
+      ADD_FAILURE() << "accepted a bad file (expected: " << reason << ")";
+    } catch (const FormatError& error) {
+      EXPECT_NE(std::string(error.what()).find(reason), std::string::npos)
+          << "message: " << error.what() << "; expected to mention: " << reason;
+    }
+  }
+
+  // The good file with level k's record edited and checksummed again.
+  template <class Edit>
+  std::string with_record(unsigned k, Edit edit) {
+    std::istringstream in(good_.substr(levels_[k].record, kRecord));
+    ccf::detail::LevelRecord record = ccf::detail::LevelRecord::read(in, k);
+    edit(record);
+    const auto encoded = record.encode();
+    std::string bytes = good_;
+    bytes.replace(levels_[k].record, kRecord, reinterpret_cast<const char*>(encoded.data()),
+                  kRecord);
+    return bytes;
+  }
+  // The good file with level k's payload word `word` set to `value`, its checksum recomputed.
+  std::string with_word(unsigned k, std::size_t word, std::uint64_t value) {
+    std::string bytes = good_;
+    std::memcpy(bytes.data() + levels_[k].payload + 8 * word, &value, sizeof value);
+    const std::uint64_t sum =
+        XXH3_64bits(bytes.data() + levels_[k].payload, levels_[k].payload_bytes);
+    std::memcpy(bytes.data() + levels_[k].checksum, &sum, sizeof sum);
+    return bytes;
+  }
+  // The good file with its header edited and checksummed again.
+  template <class Edit>
+  std::string with_header(Edit edit) {
+    std::istringstream in(good_);
+    ccf::detail::FilterHeader header =
+        ccf::detail::HeaderCodec::read(in, ccf::detail::FileVersions::kOneTableOrLevels);
+    edit(header);
+    const auto encoded = ccf::detail::HeaderCodec::encode(header);
+    return std::string(reinterpret_cast<const char*>(encoded.data()), encoded.size()) +
+           good_.substr(encoded.size());
+  }
+
+  Filter source_{1024};
+  std::string good_;
+  std::vector<Span> levels_;
+};
+
+TEST_F(GrownCorruption, GoodFileLoads) {
+  std::istringstream in(good_);
+  const auto loaded = Filter::load(in);
+  EXPECT_EQ(loaded->levels(), 3u);
+  EXPECT_EQ(loaded->size(), 4000u);
+  for (std::uint64_t key = 0; key < 4000; ++key) ASSERT_TRUE(loaded->contains(key)) << key;
+}
+
+TEST_F(GrownCorruption, EveryTruncationIsRejected) {
+  for (std::size_t length = 0; length < good_.size(); length += (length < 400 ? 1 : 89)) {
+    std::istringstream in(good_.substr(0, length));
+    EXPECT_THROW(static_cast<void>(Filter::load(in)), FormatError) << "length " << length;
+  }
+  // Each level's record, payload and checksum cut short (seekable: found before any level is
+  // read; the unseekable path is hostile_load_test's).
+  for (const Span& level : levels_) {
+    expect_rejected(good_.substr(0, level.record + kRecord / 2), "truncated");
+    expect_rejected(good_.substr(0, level.payload + level.payload_bytes / 2), "truncated");
+    expect_rejected(good_.substr(0, level.checksum + 4), "truncated");
+  }
+}
+
+TEST_F(GrownCorruption, AFlippedByteInAnyLevelIsRejected) {
+  for (std::size_t at = 0; at < kHeader; ++at) {
+    std::string bytes = good_;
+    bytes[at] = static_cast<char>(bytes[at] ^ 0x20);
+    std::istringstream in(bytes);
+    EXPECT_THROW(static_cast<void>(Filter::load(in)), FormatError) << "header byte " << at;
+  }
+  for (unsigned k = 0; k < levels_.size(); ++k) {
+    SCOPED_TRACE("level " + std::to_string(k));
+    const Span& level = levels_[k];
+    for (std::size_t at = level.record; at < level.payload; ++at) {
+      std::string bytes = good_;
+      bytes[at] = static_cast<char>(bytes[at] ^ 0x04);
+      expect_rejected(bytes, "record checksum mismatch");
+    }
+    for (std::size_t at = level.payload; at < level.checksum + 8; at += 97) {
+      std::string bytes = good_;
+      bytes[at] = static_cast<char>(bytes[at] ^ 0x01);
+      expect_rejected(bytes, "checksum mismatch");
+    }
+    std::string bytes = good_;
+    bytes[level.checksum + 7] = static_cast<char>(bytes[level.checksum + 7] ^ 0x80);
+    expect_rejected(bytes, "payload checksum mismatch");
+  }
+}
+
+// Forgeries whose checksums hold: each refused by the check behind them.
+TEST_F(GrownCorruption, InconsistentLevelsAreRejected) {
+  expect_rejected(with_record(1, [](auto& r) { r.buckets += 1; }), "does not match the header");
+  expect_rejected(with_record(2, [](auto& r) { r.fp_bits = 12; }), "does not match the header");
+  expect_rejected(with_record(0, [](auto& r) { r.payload_bytes += 8; }),
+                  "does not match the header");
+  expect_rejected(with_record(1, [](auto& r) { r.items += 1; }), "item count");
+  expect_rejected(with_record(2, [](auto& r) { r.items = ~std::uint64_t{0}; }), "item count");
+  // A word with the K-CAS bit, a bit above its last lane, or a fingerprint past the last slot.
+  expect_rejected(with_word(1, 0, std::uint64_t{1} << 63), "malformed bucket");
+  expect_rejected(with_word(2, 3, std::uint64_t{1} << 62), "malformed bucket");
+  const std::size_t last_word = levels_[0].payload_bytes / 8 - 1;
+  const std::uint64_t slots = source_.level_capacity(0);
+  if (slots % Filter::kSlotsPerWord != 0) {  // level 0's last word has lanes past the last slot
+    expect_rejected(with_word(0, last_word, std::uint64_t{1} << (12 * (Filter::kSlotsPerWord - 1))),
+                    "malformed bucket");
+  }
+  expect_rejected(with_header([](auto& h) { h.items += 1; }), "item count");
+  expect_rejected(with_header([](auto& h) { h.levels = 9; }), "level count");
+  expect_rejected(with_header([](auto& h) { h.levels = 1; }), "level count");
+  expect_rejected(with_header([](auto& h) { h.levels = 4; }), "payload size");
+  expect_rejected(with_header([](auto& h) { h.upper_fp_bits = 12; }), "12-bit fingerprints after");
+  expect_rejected(with_header([](auto& h) { h.payload_bytes += 8; }), "payload size");
+  expect_rejected(with_header([](auto& h) { h.layout = ccf::detail::TableLayout::kPacked; }),
+                  "unknown bucket layout");
 }
 
 TEST(SemiSortedCorruption, InvalidCodeIsRejected) {

@@ -1,4 +1,7 @@
-// The on-disk format of a cuckoo filter (version 1). All integers little-endian.
+// The on-disk format of a cuckoo filter. All integers little-endian. docs/file-format.md has
+// both versions and every check in order.
+//
+// Version 1: one table (every filter writes it; a lock-free filter while it has one level).
 //
 //   offset  size  field
 //   0       8     magic "CCFCUCKO"
@@ -20,15 +23,34 @@
 //   96      n     payload: the table's buckets, exactly as kept in memory
 //   96+n    8     XXH3-64 of the payload
 //
+// Version 2: a lock-free filter grown to n >= 2 levels (lockfree/lock_free_cuckoo_filter.hpp).
+// The same 96-byte header, with layout 3 (K-CAS words), fingerprint bits = level 0's width F,
+// bucket count = level 0's m, items = all levels', and at 60: level count n (4), 64: the width
+// of levels 1..n-1 (4), 68..79: reserved (0); payload bytes = all levels' payloads together.
+// Then, for each level k = 0 .. n-1:
+//
+//   0       4     fingerprint bits of level k
+//   4       4     slots per bucket (4)
+//   8       8     bucket count (m * 2^k)
+//   16      8     items in level k
+//   24      8     payload bytes p_k
+//   32      8     XXH3-64 of the record's bytes [0, 32)
+//   40      p_k   payload: the level's slot words as kept in memory (64-bit words,
+//                 floor(63 / width) slots each from bit 0; every other bit zero)
+//   40+p_k  8     XXH3-64 of the payload
+//
 // Readers check, in order: magic, version, header checksum, parameter sanity (supported shape,
 // payload size consistent with the bucket count, victim inside the table, bucket count and
 // payload within the 64 TiB size limit and, on seekable streams, within the bytes actually
 // present), then read and checksum the payload, and finally validate every bucket. Only then
-// does a load take effect. Memory follows the bytes actually present, whatever a header claims:
-// a seekable stream's remaining length is checked first and the payload then read straight into
-// the table; a stream that cannot seek (a pipe) is read in 1 MiB chunks, and the table is built
-// only once the payload is whole and its checksum holds -- until then a load holds at most one
-// chunk more than the stream delivered (a complete load briefly holds the payload twice).
+// does a load take effect. A version-2 file is checked the same way level by level (each
+// record against what the header implies before its payload is read; on a seekable stream
+// every level's bytes are known present before the first is read). Memory follows the bytes
+// actually present, whatever a header claims: a seekable stream's remaining length is checked
+// first and the payload then read straight into the table; a stream that cannot seek (a pipe)
+// is read in 1 MiB chunks, and the table is built only once the payload is whole and its
+// checksum holds -- until then a load holds at most one chunk more than the stream delivered
+// (a complete load briefly holds the payload twice).
 #pragma once
 
 #include <algorithm>
@@ -53,16 +75,27 @@ static_assert(std::endian::native == std::endian::little,
               "the ccf file format and bucket layouts assume a little-endian machine");
 
 inline constexpr std::array<char, 8> kFilterMagic = {'C', 'C', 'F', 'C', 'U', 'C', 'K', 'O'};
+// Version 1: one table, read by every filter. Version 2: a lock-free filter's levels.
 inline constexpr std::uint32_t kFilterFormatVersion = 1;
+inline constexpr std::uint32_t kLevelsFormatVersion = 2;
+// The most levels a version-2 file holds (the lock-free filter's kMaxLevels).
+inline constexpr std::uint32_t kMaxFileLevels = 8;
 // The largest table any ccf filter allocates (64 TiB): a bound that rejects absurd capacities
 // and corrupted sizes before any allocation is attempted.
 inline constexpr std::uint64_t kMaxTableBytes = std::uint64_t{1} << 46;
 // Cuckoo kicks an insert may make before it reports the filter full (FilterOptions::max_kicks).
 inline constexpr unsigned kMaxKicksLimit = 1u << 20;
 
-enum class TableLayout : std::uint32_t { kPacked = 1, kSemiSorted = 2 };
+// kKcasWords: the lock-free filter's levels in a version-2 file (lockfree/kcas_table.hpp).
+enum class TableLayout : std::uint32_t { kPacked = 1, kSemiSorted = 2, kKcasWords = 3 };
+
+// Which versions a reader takes: every filter reads version 1; only the lock-free filter also
+// reads version 2. A version-2 file offered to any other reader is refused, naming the filter
+// that loads it.
+enum class FileVersions { kOneTable, kOneTableOrLevels };
 
 struct FilterHeader {
+  std::uint32_t version = kFilterFormatVersion;
   TableLayout layout = TableLayout::kPacked;
   std::uint32_t fp_bits = 0;
   std::uint32_t slots = 0;
@@ -75,22 +108,82 @@ struct FilterHeader {
   std::uint64_t victim_bucket = 0;
   std::uint32_t victim_fp = 0;
   std::uint64_t payload_bytes = 0;
+  // Version 2 only: the level count (2 .. kMaxFileLevels) and the fingerprint width of levels
+  // 1 .. levels - 1 (level 0's is fp_bits).
+  std::uint32_t levels = 1;
+  std::uint32_t upper_fp_bits = 0;
 
   static constexpr std::size_t kEncodedSize = 96;
 
   std::string shape() const {
-    return std::string(layout == TableLayout::kSemiSorted ? "semi-sorted" : "packed") + " " +
-           std::to_string(fp_bits) + "-bit fingerprints, " + std::to_string(slots) +
-           " slots/bucket";
+    const char* const name = layout == TableLayout::kSemiSorted  ? "semi-sorted"
+                             : layout == TableLayout::kKcasWords ? "K-CAS words"
+                                                                 : "packed";
+    return std::string(name) + " " + std::to_string(fp_bits) + "-bit fingerprints, " +
+           std::to_string(slots) + " slots/bucket";
   }
 };
+
+// Version 2: what precedes each level's payload.
+struct LevelRecord {
+  std::uint32_t fp_bits = 0;
+  std::uint32_t slots = 0;
+  std::uint64_t buckets = 0;
+  std::uint64_t items = 0;
+  std::uint64_t payload_bytes = 0;
+
+  static constexpr std::size_t kEncodedSize = 40;
+
+  friend bool operator==(const LevelRecord&, const LevelRecord&) = default;
+
+  std::array<unsigned char, kEncodedSize> encode() const {
+    std::array<unsigned char, kEncodedSize> bytes{};
+    std::memcpy(bytes.data(), &fp_bits, 4);
+    std::memcpy(bytes.data() + 4, &slots, 4);
+    std::memcpy(bytes.data() + 8, &buckets, 8);
+    std::memcpy(bytes.data() + 16, &items, 8);
+    std::memcpy(bytes.data() + 24, &payload_bytes, 8);
+    const std::uint64_t sum = XXH3_64bits(bytes.data(), 32);
+    std::memcpy(bytes.data() + 32, &sum, 8);
+    return bytes;
+  }
+
+  // Reads level `level`'s record and checks its checksum; throws FormatError.
+  static LevelRecord read(std::istream& in, unsigned level) {
+    std::array<unsigned char, kEncodedSize> bytes{};
+    in.read(reinterpret_cast<char*>(bytes.data()), bytes.size());
+    if (static_cast<std::size_t>(in.gcount()) != bytes.size()) {
+      throw FormatError("truncated cuckoo filter: the record of level " + std::to_string(level) +
+                        " is missing");
+    }
+    LevelRecord r;
+    std::memcpy(&r.fp_bits, bytes.data(), 4);
+    std::memcpy(&r.slots, bytes.data() + 4, 4);
+    std::memcpy(&r.buckets, bytes.data() + 8, 8);
+    std::memcpy(&r.items, bytes.data() + 16, 8);
+    std::memcpy(&r.payload_bytes, bytes.data() + 24, 8);
+    std::uint64_t sum = 0;
+    std::memcpy(&sum, bytes.data() + 32, 8);
+    if (sum != XXH3_64bits(bytes.data(), 32)) {
+      throw FormatError("level " + std::to_string(level) +
+                        " record checksum mismatch (corrupted file)");
+    }
+    return r;
+  }
+};
+
+// The bytes a version-2 file holds after its header: every level's record, payload and payload
+// checksum (h.payload_bytes is all levels' payloads together).
+inline std::uint64_t levels_tail_bytes(const FilterHeader& h) noexcept {
+  return h.payload_bytes + std::uint64_t{h.levels} * (LevelRecord::kEncodedSize + 8);
+}
 
 class HeaderCodec {
  public:
   static std::array<unsigned char, FilterHeader::kEncodedSize> encode(const FilterHeader& h) {
     HeaderCodec codec;
     codec.put_bytes(kFilterMagic.data(), kFilterMagic.size());
-    codec.put(kFilterFormatVersion);
+    codec.put(h.version);
     codec.put(static_cast<std::uint32_t>(h.layout));
     codec.put(h.fp_bits);
     codec.put(h.slots);
@@ -99,17 +192,26 @@ class HeaderCodec {
     codec.put(h.items);
     codec.put(h.seed);
     codec.put(h.max_kicks);
-    codec.put(std::uint32_t{h.victim_used});
-    codec.put(h.victim_bucket);
-    codec.put(h.victim_fp);
-    codec.put(std::uint32_t{0});
+    if (h.version == kLevelsFormatVersion) {
+      codec.put(h.levels);
+      codec.put(h.upper_fp_bits);
+      codec.put(std::uint32_t{0});
+      codec.put(std::uint64_t{0});
+    } else {
+      codec.put(std::uint32_t{h.victim_used});
+      codec.put(h.victim_bucket);
+      codec.put(h.victim_fp);
+      codec.put(std::uint32_t{0});
+    }
     codec.put(h.payload_bytes);
     codec.put(static_cast<std::uint64_t>(XXH3_64bits(codec.bytes_.data(), codec.at_)));
     return codec.bytes_;
   }
 
-  // Reads and checks the header; throws FormatError with the reason.
-  static FilterHeader read(std::istream& in) {
+  // Reads and checks the header; throws FormatError with the reason. A version-2 file is
+  // refused unless `versions` takes it, after its header checksum held: the message names the
+  // filter that loads it.
+  static FilterHeader read(std::istream& in, FileVersions versions = FileVersions::kOneTable) {
     HeaderCodec codec;
     in.read(reinterpret_cast<char*>(codec.bytes_.data()), codec.bytes_.size());
     if (in.gcount() < 8 ||
@@ -120,11 +222,14 @@ class HeaderCodec {
       throw FormatError("truncated cuckoo filter header");
     }
     codec.at_ = kFilterMagic.size();
-    if (const auto version = codec.get<std::uint32_t>(); version != kFilterFormatVersion) {
-      throw FormatError("unsupported cuckoo filter format version " + std::to_string(version) +
-                        " (this build reads version " + std::to_string(kFilterFormatVersion) + ")");
-    }
     FilterHeader h;
+    h.version = codec.get<std::uint32_t>();
+    if (h.version != kFilterFormatVersion && h.version != kLevelsFormatVersion) {
+      throw FormatError("unsupported cuckoo filter format version " + std::to_string(h.version) +
+                        " (this build reads versions " + std::to_string(kFilterFormatVersion) +
+                        " and " + std::to_string(kLevelsFormatVersion) + ")");
+    }
+    const bool levels = h.version == kLevelsFormatVersion;
     const auto layout = codec.get<std::uint32_t>();
     h.fp_bits = codec.get<std::uint32_t>();
     h.slots = codec.get<std::uint32_t>();
@@ -133,17 +238,38 @@ class HeaderCodec {
     h.items = codec.get<std::uint64_t>();
     h.seed = codec.get<std::uint64_t>();
     h.max_kicks = codec.get<std::uint32_t>();
-    const auto victim_used = codec.get<std::uint32_t>();
-    h.victim_bucket = codec.get<std::uint64_t>();
-    h.victim_fp = codec.get<std::uint32_t>();
-    codec.get<std::uint32_t>();  // reserved
+    std::uint32_t victim_used = 0;
+    std::uint64_t reserved = 0;
+    if (levels) {
+      h.levels = codec.get<std::uint32_t>();
+      h.upper_fp_bits = codec.get<std::uint32_t>();
+      reserved = codec.get<std::uint32_t>();
+      reserved |= codec.get<std::uint64_t>();
+    } else {
+      victim_used = codec.get<std::uint32_t>();
+      h.victim_bucket = codec.get<std::uint64_t>();
+      h.victim_fp = codec.get<std::uint32_t>();
+      codec.get<std::uint32_t>();  // reserved
+    }
     h.payload_bytes = codec.get<std::uint64_t>();
     const std::uint64_t expected = XXH3_64bits(codec.bytes_.data(), codec.at_);
     if (codec.get<std::uint64_t>() != expected) {
       throw FormatError("cuckoo filter header checksum mismatch (corrupted file)");
     }
-    if (layout != 1 && layout != 2) {
-      throw FormatError("unknown bucket layout " + std::to_string(layout));
+    if (levels ? layout != 3 : layout != 1 && layout != 2) {
+      throw FormatError("unknown bucket layout " + std::to_string(layout) + " in format version " +
+                        std::to_string(h.version));
+    }
+    if (levels && (h.levels < 2 || h.levels > kMaxFileLevels)) {
+      throw FormatError("corrupted level count " + std::to_string(h.levels) + " (2 to " +
+                        std::to_string(kMaxFileLevels) + " in format version 2)");
+    }
+    if (reserved != 0) throw FormatError("corrupted reserved header field (not zero)");
+    if (levels && versions != FileVersions::kOneTableOrLevels) {
+      throw FormatError("the file holds a lock-free filter with " + std::to_string(h.fp_bits) +
+                        "-bit fingerprints grown to " + std::to_string(h.levels) +
+                        " levels (format version 2); load it with LockFreeCuckooFilter<" +
+                        std::to_string(h.fp_bits) + ">");
     }
     if (victim_used > 1) throw FormatError("corrupted victim flag");
     if (h.max_kicks > kMaxKicksLimit) {
@@ -163,7 +289,10 @@ class HeaderCodec {
     if (h.victim_used && h.victim_bucket >= h.buckets) {
       throw FormatError("victim bucket outside the table");
     }
-    if (h.items > h.buckets * std::uint64_t{h.slots} + (h.victim_used ? 1 : 0)) {
+    // Version 2: levels of m, 2m, ..., 2^(n-1) m buckets, (2^n - 1) m in all (no overflow:
+    // m <= 2^46, n <= 8).
+    const std::uint64_t all_buckets = h.buckets * ((std::uint64_t{1} << h.levels) - 1);
+    if (h.items > all_buckets * std::uint64_t{h.slots} + (h.victim_used ? 1 : 0)) {
       throw FormatError("item count larger than the table");
     }
     return h;
@@ -273,8 +402,9 @@ inline void write_filter(std::ostream& out, const FilterHeader& header,
 
 template <class Table>
 constexpr TableLayout layout_of() {
-  return Table::kLayout == std::string_view("semi-sorted") ? TableLayout::kSemiSorted
-                                                           : TableLayout::kPacked;
+  return Table::kLayout == std::string_view("semi-sorted")   ? TableLayout::kSemiSorted
+         : Table::kLayout == std::string_view("K-CAS words") ? TableLayout::kKcasWords
+                                                             : TableLayout::kPacked;
 }
 
 // The shape of a Table, for messages and headers.
@@ -321,6 +451,32 @@ Table read_table(const FilterHeader& h, std::istream& in) {
     throw FormatError("item count does not match the table contents");
   }
   return table;
+}
+
+// Version 2: reads level `level`'s record, checks it against `expected` (the shape and sizes
+// the file's header implies; items aside), then reads its payload as read_table does. Throws
+// FormatError; builds nothing the caller sees unless everything holds.
+template <class Table>
+Table read_level(std::istream& in, unsigned level, const LevelRecord& expected) {
+  const LevelRecord r = LevelRecord::read(in, level);
+  if (r.fp_bits != expected.fp_bits || r.slots != expected.slots || r.buckets != expected.buckets ||
+      r.payload_bytes != expected.payload_bytes) {
+    throw FormatError(
+        "level " + std::to_string(level) +
+        " record does not match the header: " + std::to_string(r.buckets) + " buckets of " +
+        std::to_string(r.slots) + " slots, " + std::to_string(r.fp_bits) + "-bit fingerprints, " +
+        std::to_string(r.payload_bytes) + " payload bytes where the header implies " +
+        std::to_string(expected.buckets) + ", " + std::to_string(expected.slots) + ", " +
+        std::to_string(expected.fp_bits) + "-bit and " + std::to_string(expected.payload_bytes));
+  }
+  if (r.items > r.buckets * r.slots) {
+    throw FormatError("item count of level " + std::to_string(level) + " larger than the level");
+  }
+  FilterHeader h = shape_of<Table>();
+  h.buckets = r.buckets;
+  h.items = r.items;
+  h.payload_bytes = r.payload_bytes;
+  return read_table<Table>(h, in);
 }
 
 }  // namespace ccf::detail

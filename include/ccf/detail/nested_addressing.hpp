@@ -4,7 +4,8 @@
 // fingerprint:
 //
 //   index_k(h)         = index_0(h) << k  |  top k bits of x(h)        x(h) = bits 16..31 of h
-//   alternate_k(i, fp) = alternate_0(i >> k, fp) << k  |  (i ^ top k bits of g(fp)) low k bits
+//   alternate_k(i, fp) = alternate_0(i >> k, p) << k  |  (i ^ top k bits of g(p)) low k bits
+//                        where p = proj(fp)
 //
 // where index_0 and alternate_0 are the single-table rules of addressing.hpp (any m, so level
 // 0 is exactly the sequential filter's table and shares its file format). Both rules commute
@@ -12,10 +13,24 @@
 // alternate_k(i, fp) >> 1 = alternate_{k-1}(i >> 1, fp). alternate_k is an involution (the
 // high part is alternate_0's, the low part an XOR with a constant of fp).
 //
+// Stored width and addressing width. A level may store fingerprints wider than the ones its
+// buckets are computed from: NestedAddressing<W, A> stores fp = Addressing<W>::fingerprint(h)
+// (bits 0..W-1 of h, 0 remapped to 1) and addresses with its projection to A bits,
+// proj(fp) = Addressing<A>::fingerprint(fp) (the low A bits, 0 remapped to 1). The projection
+// of the stored fingerprint is the A-bit fingerprint of the same hash, for every h: if bits
+// 0..W-1 of h are not all zero, fp holds them and its low A bits are h's; if they are, fp = 1,
+// and so is the A-bit fingerprint (its bits 0..A-1 are zero too). So a level of wider
+// fingerprints puts every key in the buckets a level of A-bit fingerprints would: only the
+// comparison a lookup makes is W bits wide. The lock-free filter stores F bits in level 0 and
+// F' >= F + 3 in later ones, all addressed with F (lock_free_cuckoo_filter.hpp).
+//
 // The property the lock-free filter's erase relies on (docs/lockfree.md): two keys with the
-// same fingerprint and the same bucket pair in level k ("colliding in level k") have the same
-// fingerprint and the same pair in every level j < k, because both pairs map onto the parent
-// pair. Fingerprints use bits 0..F-1 of h and x(h) bits 16..31, so they are independent.
+// same stored fingerprint and the same bucket pair in level k ("colliding in level k") have the
+// same fingerprint and the same pair in every level j < k. Their A-bit fingerprints are equal
+// (the projections of equal stored ones), so both pairs are computed from the same p and map
+// onto the same parent pair; where level j stores wider fingerprints too, those are the
+// same W bits. Fingerprints use bits 0..W-1 of h (W <= 16) and x(h) bits 16..31, so they are
+// independent.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +39,16 @@
 
 namespace ccf::detail {
 
-template <unsigned FpBits>
+// FpBits: the stored fingerprint width; AddrBits (<= FpBits): the width the buckets are computed
+// from (the same unless a level stores wider fingerprints than the family addresses with).
+template <unsigned FpBits, unsigned AddrBits = FpBits>
 class NestedAddressing {
+  static_assert(AddrBits <= FpBits && FpBits <= 16,
+                "addressing uses at most the stored bits, and those lie below x(h)'s bits 16..31");
+
  public:
+  static constexpr unsigned kFpBits = FpBits;
+  static constexpr unsigned kAddrBits = AddrBits;
   // Levels 0 .. kMaxLevel: level k appends k bits below level 0's bucket index.
   static constexpr unsigned kMaxLevel = 16;
 
@@ -44,9 +66,19 @@ class NestedAddressing {
     return Addressing<FpBits>::fingerprint(hash);
   }
 
+  // The A-bit fingerprint the buckets are computed from (the stored one when A = W).
+  static std::uint32_t project(std::uint32_t fp) noexcept {
+    if constexpr (AddrBits == FpBits) {
+      return fp;
+    } else {
+      return Addressing<AddrBits>::fingerprint(fp);
+    }
+  }
+
   std::uint64_t alternate(std::uint64_t bucket, std::uint32_t fp) const noexcept {
-    const std::uint64_t low = (bucket ^ (spread(fp) >> (kMaxLevel - level_))) & low_mask_;
-    return (base_.alternate(bucket >> level_, fp) << level_) | low;
+    const std::uint32_t p = project(fp);
+    const std::uint64_t low = (bucket ^ (spread(p) >> (kMaxLevel - level_))) & low_mask_;
+    return (base_.alternate(bucket >> level_, p) << level_) | low;
   }
 
  private:
@@ -56,7 +88,7 @@ class NestedAddressing {
     return (fp * 0xc2b2ae3d27d4eb4fULL) >> 48;
   }
 
-  Addressing<FpBits> base_;
+  Addressing<AddrBits> base_;
   unsigned level_;
   std::uint64_t low_mask_;
 };

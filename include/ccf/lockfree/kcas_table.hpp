@@ -4,9 +4,10 @@
 // LockFreeSync (lock_free_sync.hpp).
 //
 //   slot words  | fp fp fp fp fp | fp fp fp fp fp | ...   L = floor(63 / F) slots per K-CAS
-//               +----------------+----------------+       word (F = 12: 5, F = 8: 7, F = 4:
-//               bucket i = slots 4i .. 4i+3, slot s in word s / L, lane s % L    15); a bucket
-//                                                                       may straddle 2 words
+//               +----------------+----------------+       word: F = 4: 15, 7: 9, 8: 7,
+//               bucket i = slots 4i .. 4i+3, slot s in word s / L, lane s % L    12: 5, 15: 4;
+//                                                                       a bucket may straddle
+//                                                                       2 words (never at 15)
 //
 // A fingerprint of 0 marks an empty slot; bit 63 of every word is the K-CAS's. The words lie in
 // memory the owner provides (the filter's reserved region) and that reads as zero (empty) until
@@ -18,9 +19,13 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
 #include <utility>
 
 #include "ccf/detail/bit_lanes.hpp"
+#include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/prefetch.hpp"
 #include "ccf/lockfree/kcas.hpp"
 
@@ -48,8 +53,11 @@ void lookup_hook(Kcas& kcas, LookupHookPoint point) {
 template <unsigned FpBits, class Kcas>
 class KcasTable {
  public:
-  static_assert(FpBits == 4 || FpBits == 8 || FpBits == 12,
-                "lock-free fingerprints are 4, 8 or 12 bits (15, 7 or 5 per 63-bit word)");
+  // 4, 8, 12: the widths a filter is made with (level 0); 7, 12, 15: the widths of its later
+  // levels (lock_free_cuckoo_filter.hpp: the widest with as many slots per word as F + 3).
+  static_assert(FpBits == 4 || FpBits == 7 || FpBits == 8 || FpBits == 12 || FpBits == 15,
+                "lock-free fingerprints are 4, 7, 8, 12 or 15 bits (15, 9, 7, 5 or 4 per 63-bit "
+                "word)");
   static constexpr unsigned kFpBits = FpBits;
   static constexpr unsigned kSlots = 4;
   static constexpr std::uint32_t kFpMask = (std::uint32_t{1} << FpBits) - 1;
@@ -162,6 +170,70 @@ class KcasTable {
   Kcas* kcas_;
   KcasWord* words_;
   std::uint64_t buckets_;
+};
+
+// A level's slot words as a version-2 file holds them (detail/filter_format.hpp): the words'
+// payloads, 64-bit little-endian, in KcasTable's layout; outside memory shared through a K-CAS,
+// so plain bytes. Saving copies a level's words into one; loading reads a file's into one, whose
+// count_occupied() validates every word (bit 63 and the bits above the last lane zero, no
+// fingerprint in the lanes past the level's last slot) before the level takes its fingerprints.
+// The table interface read_table needs (detail/filter_format.hpp): kLayout, kFpBits, kSlots,
+// kFpMask, payload_bytes, a constructor from the bucket count, payload(), count_occupied().
+template <unsigned FpBits>
+class KcasTableImage {
+ public:
+  static constexpr unsigned kFpBits = FpBits;
+  static constexpr unsigned kSlots = 4;
+  static constexpr std::uint32_t kFpMask = (std::uint32_t{1} << FpBits) - 1;
+  static constexpr unsigned kSlotsPerWord = KcasWord::kPayloadBits / kFpBits;
+  static constexpr std::string_view kLayout = "K-CAS words";
+  using WordLanes = ccf::detail::BitLanes<kFpBits, kSlotsPerWord>;
+
+  static constexpr std::size_t payload_bytes(std::size_t buckets) noexcept {
+    return (buckets * kSlots + kSlotsPerWord - 1) / kSlotsPerWord * 8;
+  }
+
+  explicit KcasTableImage(std::uint64_t buckets)
+      : buckets_(buckets), bytes_(payload_bytes(buckets)) {}
+
+  std::size_t bucket_count() const noexcept { return buckets_; }
+  std::span<const std::byte> payload() const noexcept { return {bytes_.data(), bytes_.size()}; }
+  std::span<std::byte> payload() noexcept { return {bytes_.data(), bytes_.size()}; }
+
+  std::uint64_t word(std::size_t index) const noexcept {
+    return ccf::detail::load_u64(bytes_.data() + index * 8);
+  }
+  void set_word(std::size_t index, std::uint64_t value) noexcept {
+    ccf::detail::store_u64(bytes_.data() + index * 8, value);
+  }
+  std::size_t words() const noexcept { return bytes_.size() / 8; }
+
+  std::uint32_t read(std::uint64_t bucket, unsigned slot) const noexcept {
+    const std::uint64_t index = bucket * kSlots + slot;
+    return WordLanes::get(word(index / kSlotsPerWord),
+                          static_cast<unsigned>(index % kSlotsPerWord));
+  }
+
+  // Occupied slots; nothing if a word has a bit set outside its lanes, or a lane past the
+  // level's last slot holds a fingerprint.
+  std::optional<std::uint64_t> count_occupied() const noexcept {
+    const std::uint64_t slots = buckets_ * kSlots;
+    std::uint64_t occupied = 0;
+    for (std::size_t w = 0; w < words(); ++w) {
+      const std::uint64_t value = word(w);
+      if ((value & ~WordLanes::kAllMask) != 0) return std::nullopt;
+      for (unsigned lane = 0; lane < kSlotsPerWord; ++lane) {
+        if (WordLanes::get(value, lane) == 0) continue;
+        if (w * kSlotsPerWord + lane >= slots) return std::nullopt;
+        ++occupied;
+      }
+    }
+    return occupied;
+  }
+
+ private:
+  std::uint64_t buckets_;
+  ccf::detail::PageBuffer bytes_;
 };
 
 }  // namespace lockfree

@@ -2,13 +2,15 @@
 # Shell-level tests of `ccf build | query | info | erase | merge`: every built key is found (no
 # false negatives, also after erasing other keys, after a merge, and on every shape), the
 # measured false-positive rate is near the one `info` expects, repeated keys are dropped,
-# binary keys work, and bad input (missing, foreign, truncated or padded files, unsupported
-# shapes, empty or closed input, too small or unallocatable a capacity, filters that cannot be
-# merged) gets a clear error and its exit code, writing nothing. Files are written safely
+# binary keys work, and bad input (missing, foreign, truncated or padded files, a grown
+# lock-free filter's file, unsupported shapes, empty or closed input, too small or
+# unallocatable a capacity, filters that cannot be merged) gets a clear error and its exit
+# code, writing nothing. Files are written safely
 # (planted links, non-regular targets, failed writes, permissions, concurrent erases) and a
 # standard output that cannot be written is an error.
 # Usage: filter_cli_test.sh PATH/TO/ccf
 ccf=$(realpath "$1")
+corpus=$(realpath "$(dirname "$0")/../../../fuzz/corpus")
 source "$(dirname "$0")/checks.sh"
 
 # Keys: Debian's word list when installed, else generated words.
@@ -83,6 +85,10 @@ expect_exit 3 "cannot open for reading" "$ccf" info missing.ccf
 expect_exit 3 "not a usable ccf filter file" "$ccf" info keys.txt
 head -c 100 f.ccf >truncated.ccf
 expect_exit 3 "not a usable ccf filter file" "$ccf" query truncated.ccf keys.txt
+# A lock-free filter grown to 3 levels (format version 2; the fuzz corpus holds one): the tool
+# loads files of one table and names the filter that loads this one.
+expect_exit 3 "grown to 3 levels.*load it with LockFreeCuckooFilter<12>" \
+  "$ccf" info "$corpus/lock_free_filter/grown-12.ccf"
 : >empty.txt
 expect_exit 3 "no keys in the input" "$ccf" build empty.txt -o e.ccf
 expect_exit 3 "filled up.*nothing was written" "$ccf" build keys.txt -o small.ccf --capacity 1000
