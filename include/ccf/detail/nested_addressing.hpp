@@ -58,7 +58,10 @@ class NestedAddressing {
   std::uint64_t buckets() const noexcept { return base_.buckets() << level_; }
   unsigned level() const noexcept { return level_; }
 
+  // Level 0 is exactly the single-table rule: taken first, without the shifts and the spread
+  // multiply that would only add zero bits (a lookup of an ungrown filter is all level 0).
   std::uint64_t index(std::uint64_t hash) const noexcept {
+    if (level_ == 0) return base_.index(hash);
     return (base_.index(hash) << level_) | (extension(hash) >> (kMaxLevel - level_));
   }
 
@@ -77,6 +80,7 @@ class NestedAddressing {
 
   std::uint64_t alternate(std::uint64_t bucket, std::uint32_t fp) const noexcept {
     const std::uint32_t p = project(fp);
+    if (level_ == 0) return base_.alternate(bucket, p);
     const std::uint64_t low = (bucket ^ (spread(p) >> (kMaxLevel - level_))) & low_mask_;
     return (base_.alternate(bucket >> level_, p) << level_) | low;
   }
