@@ -523,6 +523,35 @@ void through(Channel channel, const std::string& head, std::uint64_t zeros, Run 
   }
 }
 
+// Offers `input` through `channel` to load(stream) and checks the outcome: a FormatError with
+// the expected message, and memory within what was delivered plus a chunk, whatever the header
+// claims. Returns the message and the peaks.
+template <class Load>
+std::pair<std::string, Watch::Peaks> expect_refused_within_bounds(Channel channel,
+                                                                  const Hostile& input, Load load) {
+  std::string message = "(no FormatError)";
+  Watch::Peaks peaks;
+  through(channel, input.head, input.zeros, [&](std::istream& in) {
+    Watch watch;
+    try {
+      load(in);
+    } catch (const FormatError& error) {
+      message = error.what();
+    } catch (const std::exception& error) {
+      message = std::string("wrong exception: ") + error.what();
+    }
+    peaks = watch.peaks();
+  });
+  EXPECT_EQ(message, input.message);
+  const std::uint64_t bound = input.delivered() + kPayloadChunkBytes;
+  if (CCF_COUNT_HEAP) {
+    EXPECT_LE(peaks.heap, bound + kHeapSlack);
+  }
+  EXPECT_LE(peaks.mapped, bound + kMappedSlack);
+  EXPECT_LE(peaks.resident, kResidentPerByte * (bound + kMappedSlack));
+  return {message, peaks};
+}
+
 class HostileLoad : public ::testing::TestWithParam<Channel> {
  protected:
   static void SetUpTestSuite() {
@@ -537,27 +566,8 @@ TEST_P(HostileLoad, EveryHostileInputIsAFormatErrorWithinTheBytesDelivered) {
   for (const Loader& loader : all_loaders()) {
     for (const Hostile& input : hostile_inputs(loader)) {
       SCOPED_TRACE(loader.name + ", " + input.name + ", " + name_of(GetParam()));
-      std::string message = "(no FormatError)";
-      Watch::Peaks peaks;
-      through(GetParam(), input.head, input.zeros, [&](std::istream& in) {
-        Watch watch;
-        try {
-          loader.load(in);
-        } catch (const FormatError& error) {
-          message = error.what();
-        } catch (const std::exception& error) {
-          message = std::string("wrong exception: ") + error.what();
-        }
-        peaks = watch.peaks();
-      });
-      EXPECT_EQ(message, input.message);
-      // Whatever the header claims, the load holds at most what was delivered plus a chunk.
-      const std::uint64_t bound = input.delivered() + kPayloadChunkBytes;
-      if (CCF_COUNT_HEAP) {
-        EXPECT_LE(peaks.heap, bound + kHeapSlack);
-      }
-      EXPECT_LE(peaks.mapped, bound + kMappedSlack);
-      EXPECT_LE(peaks.resident, kResidentPerByte * (bound + kMappedSlack));
+      const auto [message, peaks] = expect_refused_within_bounds(
+          GetParam(), input, [&](std::istream& in) { loader.load(in); });
       std::printf("[ hostile  ] %-9s %-44s %-52s heap %10llu  mapped %10llu  resident %10llu  %s\n",
                   name_of(GetParam()), loader.name.c_str(), input.name.c_str(),
                   static_cast<unsigned long long>(peaks.heap),
@@ -611,26 +621,8 @@ TEST_P(HostileLoad, GrownFileHeadersAreRefusedWithinTheBytesDelivered) {
   };
   for (const Hostile& input : inputs) {
     SCOPED_TRACE(input.name + ", " + name_of(GetParam()));
-    std::string message = "(no FormatError)";
-    Watch::Peaks peaks;
-    through(GetParam(), input.head, input.zeros, [&](std::istream& in) {
-      Watch watch;
-      try {
-        static_cast<void>(Filter::load(in));
-      } catch (const FormatError& error) {
-        message = error.what();
-      } catch (const std::exception& error) {
-        message = std::string("wrong exception: ") + error.what();
-      }
-      peaks = watch.peaks();
-    });
-    EXPECT_EQ(message, input.message);
-    const std::uint64_t bound = input.delivered() + kPayloadChunkBytes;
-    if (CCF_COUNT_HEAP) {
-      EXPECT_LE(peaks.heap, bound + kHeapSlack);
-    }
-    EXPECT_LE(peaks.mapped, bound + kMappedSlack);
-    EXPECT_LE(peaks.resident, kResidentPerByte * (bound + kMappedSlack));
+    expect_refused_within_bounds(GetParam(), input,
+                                 [](std::istream& in) { static_cast<void>(Filter::load(in)); });
   }
 }
 

@@ -228,28 +228,57 @@ TEST(KcasCleanup, WritesBetweenDecisionAndCleanupNeedNoDescriptor) {
   EXPECT_EQ(kcas.stats().words_cleaned.load(), 1U) << "word 1 only: word 0 had changed";
 }
 
+// An owner's K-CAS {w[0]: 0 -> 1, w[1]: 0 -> 2} stopped after its first install, and a helper (a
+// cas that meets it in w[0]) stopped with both words installed, just before the decision.
+struct HelpedKcas {
+  PausingKcas kcas;
+  std::array<KcasWord, 3> w{};
+  Pause owner_pause{KcasHookPoint::kAfterInstall, 0, false};
+  Pause helper_pause{KcasHookPoint::kBeforeDecide, 2, true};
+  std::thread owner;
+  std::thread helper;
+
+  HelpedKcas() {
+    owner = std::thread([this] {
+      t_pause = &owner_pause;
+      EXPECT_TRUE(kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 2}}));
+    });
+    owner_pause.wait_reached();  // D in w[0], active
+    helper = std::thread([this] {
+      t_pause = &helper_pause;
+      EXPECT_FALSE(kcas.cas(w[0], 0, 7));  // helps D (installs w[1]), then w[0] == 1
+    });
+    helper_pause.wait_reached();
+  }
+  HelpedKcas(const HelpedKcas&) = delete;
+  HelpedKcas& operator=(const HelpedKcas&) = delete;
+  ~HelpedKcas() {
+    owner_pause.open.store(true);
+    helper_pause.open.store(true);
+    if (owner.joinable()) owner.join();
+    if (helper.joinable()) helper.join();
+  }
+  // The owner decides D and leaves while the helper is still a member.
+  void finish_owner() {
+    owner_pause.open.store(true);
+    owner.join();
+  }
+  void finish_helper() {
+    helper_pause.open.store(true);
+    helper.join();
+  }
+};
+
 // A helper that is still inside the operation when the owner leaves: the owner hands the words
 // to finalization, writes over them meanwhile install descriptors that wait for the helper's
 // guard (a late install by the helper could otherwise strike a payload), and the helper
 // restores the rest when it leaves. Every value is right throughout; drain() settles the
 // waiting ones.
 TEST(KcasCleanup, AHelperThatOutlivesTheOwnerRestoresTheWords) {
-  PausingKcas kcas;
-  std::array<KcasWord, 3> w{};
-  Pause owner_pause{KcasHookPoint::kAfterInstall, 0, false};
-  Pause helper_pause{KcasHookPoint::kBeforeDecide, 2, true};
-  std::thread owner([&] {
-    t_pause = &owner_pause;
-    EXPECT_TRUE(kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 2}}));
-  });
-  owner_pause.wait_reached();  // D in w[0], active
-  std::thread helper([&] {
-    t_pause = &helper_pause;
-    EXPECT_FALSE(kcas.cas(w[0], 0, 7));  // helps D (installs w[1]), then w[0] == 1
-  });
-  helper_pause.wait_reached();  // the helper installed both words; about to decide
-  owner_pause.open.store(true);
-  owner.join();  // the owner decided D and left; the helper is still a member
+  HelpedKcas scene;
+  PausingKcas& kcas = scene.kcas;
+  auto& w = scene.w;
+  scene.finish_owner();
   EXPECT_EQ(kcas.stats().left_to_finalization.load(), 1U);
   EXPECT_EQ(kcas.read(w[0]), 1U);
   EXPECT_EQ(kcas.read(w[1]), 2U);
@@ -264,8 +293,7 @@ TEST(KcasCleanup, AHelperThatOutlivesTheOwnerRestoresTheWords) {
   EXPECT_EQ(kcas.read(w[0]), 4U);
   EXPECT_EQ(kcas.read(w[1]), 3U);
   EXPECT_EQ(kcas.read(w[2]), 5U);
-  helper_pause.open.store(true);
-  helper.join();
+  scene.finish_helper();
   EXPECT_EQ(kcas.read(w[0]), 4U);
   EXPECT_EQ(kcas.read(w[1]), 3U);
   EXPECT_EQ(kcas.read(w[2]), 5U);
@@ -280,28 +308,14 @@ TEST(KcasCleanup, AHelperThatOutlivesTheOwnerRestoresTheWords) {
 // When the helper is the last to leave and nothing was written over the words meanwhile, it
 // restores them itself: no word waits for a grace period.
 TEST(KcasCleanup, TheLastHelperToLeaveRestoresTheWordsAtOnce) {
-  PausingKcas kcas;
-  std::array<KcasWord, 2> w{};
-  Pause owner_pause{KcasHookPoint::kAfterInstall, 0, false};
-  Pause helper_pause{KcasHookPoint::kBeforeDecide, 2, true};
-  std::thread owner([&] {
-    t_pause = &owner_pause;
-    EXPECT_TRUE(kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 2}}));
-  });
-  owner_pause.wait_reached();
-  std::thread helper([&] {
-    t_pause = &helper_pause;
-    EXPECT_FALSE(kcas.cas(w[0], 0, 7));
-  });
-  helper_pause.wait_reached();
-  owner_pause.open.store(true);
-  owner.join();
-  EXPECT_FALSE(w[0].is_settled());
-  helper_pause.open.store(true);
-  helper.join();
-  EXPECT_TRUE(w[0].is_settled() && w[1].is_settled()) << "the last member restores the words";
-  EXPECT_EQ(kcas.read(w[0]), 1U);
-  EXPECT_EQ(kcas.read(w[1]), 2U);
+  HelpedKcas scene;
+  scene.finish_owner();
+  EXPECT_FALSE(scene.w[0].is_settled());
+  scene.finish_helper();
+  EXPECT_TRUE(scene.w[0].is_settled() && scene.w[1].is_settled())
+      << "the last member restores the words";
+  EXPECT_EQ(scene.kcas.read(scene.w[0]), 1U);
+  EXPECT_EQ(scene.kcas.read(scene.w[1]), 2U);
 }
 
 TEST(KcasFields, PackAroundTheReservedBit) {
@@ -640,31 +654,56 @@ struct LateHelperHook {
   }
 };
 
+// The hazard's cast: the owner's K-CAS D = {a: 0 -> 1, b: 0 -> 1} stopped after installing a,
+// and a helper (a cas that finds D active in a with the expected value) stopped just before its
+// install CAS on b, having read b == 0 and seen D active.
+struct LateHelperScene {
+  Gate owner_gate;
+  Gate helper_gate;
+  Kcas<4, KcasStats, LateHelperHook> kcas{LateHelperHook{&owner_gate, &helper_gate}};
+  std::array<KcasWord, 4> w{};  // a = w[0], b = w[1]; w[2], w[3] drive the epoch
+  std::thread owner;
+  std::thread helper;
+
+  LateHelperScene() {
+    owner = std::thread([this] {
+      t_role = Role::kOwner;
+      kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 1}});
+    });
+    owner_gate.wait_reached();
+    helper = std::thread([this] {
+      t_role = Role::kHelper;
+      kcas.cas(w[0], 0, 7);
+    });
+    helper_gate.wait_reached();
+  }
+  LateHelperScene(const LateHelperScene&) = delete;
+  LateHelperScene& operator=(const LateHelperScene&) = delete;
+  ~LateHelperScene() {
+    release_owner();
+    release_helper();
+  }
+  void release_owner() {
+    owner_gate.open.store(true);
+    if (owner.joinable()) owner.join();
+  }
+  void release_helper() {
+    helper_gate.open.store(true);
+    if (helper.joinable()) helper.join();
+  }
+};
+
 // Parameter: whether the stalled owner completes D itself (then retires it at once, so an
 // early finalization would strike) or the main thread completes it by helping.
 class KcasLateHelper : public ::testing::TestWithParam<bool> {};
 
 TEST_P(KcasLateHelper, CannotReinstallADecidedDescriptor) {
   const bool owner_completes = GetParam();
-  Gate owner_gate;
-  Gate helper_gate;
-  Kcas<4, KcasStats, LateHelperHook> kcas(LateHelperHook{&owner_gate, &helper_gate});
-  std::array<KcasWord, 4> w{};  // a = w[0], b = w[1]; w[2], w[3] drive the epoch
-
-  std::thread owner([&] {
-    t_role = Role::kOwner;
-    kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 1}});
-  });
-  owner_gate.wait_reached();  // D is installed in a, active
-  std::thread helper([&] {
-    t_role = Role::kHelper;
-    kcas.cas(w[0], 0, 7);  // finds D active in a with the expected value: helps D
-  });
-  helper_gate.wait_reached();  // the helper read b == 0 and saw D active
-
+  LateHelperScene scene;
+  auto& kcas = scene.kcas;
+  auto& w = scene.w;
   if (owner_completes) {
-    owner_gate.open.store(true);
-    owner.join();
+    scene.release_owner();
   } else {
     EXPECT_FALSE(kcas.cas(w[0], 0, 5));  // helps D to success, then a == 1 != 0
   }
@@ -673,11 +712,9 @@ TEST_P(KcasLateHelper, CannotReinstallADecidedDescriptor) {
   for (std::uint64_t i = 0; i < 200; ++i) {
     EXPECT_TRUE(kcas.compare_exchange({{&w[2], i, i + 1}, {&w[3], i, i + 1}}));
   }
-  helper_gate.open.store(true);
-  helper.join();
+  scene.release_helper();
   EXPECT_EQ(kcas.read(w[1]), 0U) << "a late helper re-installed a decided K-CAS";
-  owner_gate.open.store(true);
-  if (!owner_completes) owner.join();
+  scene.release_owner();
   EXPECT_EQ(kcas.read(w[0]), 1U);
   EXPECT_EQ(kcas.read(w[1]), 0U);
   kcas.drain();
@@ -692,29 +729,16 @@ INSTANTIATE_TEST_SUITE_P(WhoCompletes, KcasLateHelper, ::testing::Bool());
 // as restorable -- closed, but not past its wait -- the cas would write a payload over it, b
 // would be back at 0, and the helper's CAS would re-install D: b would read 1.
 TEST(KcasLateHelperChain, AWaitingDescriptorIsNeverReplacedByAPayloadEarly) {
-  Gate owner_gate;
-  Gate helper_gate;
-  Kcas<4, KcasStats, LateHelperHook> kcas(LateHelperHook{&owner_gate, &helper_gate});
-  std::array<KcasWord, 4> w{};  // a = w[0], b = w[1]; w[2], w[3] drive the epoch
-  std::thread owner([&] {
-    t_role = Role::kOwner;
-    kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 1}});
-  });
-  owner_gate.wait_reached();
-  std::thread helper([&] {
-    t_role = Role::kHelper;
-    kcas.cas(w[0], 0, 7);
-  });
-  helper_gate.wait_reached();  // the helper read b == 0 and saw D active
-  owner_gate.open.store(true);
-  owner.join();                                                        // D succeeded: b == 1
+  LateHelperScene scene;
+  auto& kcas = scene.kcas;
+  auto& w = scene.w;
+  scene.release_owner();                                               // D succeeded: b == 1
   EXPECT_TRUE(kcas.compare_exchange({{&w[1], 1, 2}, {&w[2], 0, 1}}));  // D2 over ref(D, b)
   EXPECT_TRUE(kcas.cas(w[1], 2, 0));                                   // over ref(D2, b)
   for (std::uint64_t i = 0; i < 200; ++i) {
     EXPECT_TRUE(kcas.compare_exchange({{&w[3], i, i + 1}, {&w[2], i + 1, i + 2}}));
   }
-  helper_gate.open.store(true);
-  helper.join();
+  scene.release_helper();
   EXPECT_EQ(kcas.read(w[1]), 0U) << "a late helper re-installed a decided K-CAS";
   kcas.drain();
   EXPECT_EQ(kcas.read(w[1]), 0U);
@@ -724,26 +748,13 @@ TEST(KcasLateHelperChain, AWaitingDescriptorIsNeverReplacedByAPayloadEarly) {
 // the word pushes the epoch two on when it closes and restores its words at once; the word
 // holds a payload again, and a cas over it is a plain one.
 TEST(KcasLateHelperChain, TheWaitEndsWhenTheEpochMovesOn) {
-  Gate owner_gate;
-  Gate helper_gate;
-  Kcas<4, KcasStats, LateHelperHook> kcas(LateHelperHook{&owner_gate, &helper_gate});
-  std::array<KcasWord, 3> w{};
-  std::thread owner([&] {
-    t_role = Role::kOwner;
-    kcas.compare_exchange({{&w[0], 0, 1}, {&w[1], 0, 1}});
-  });
-  owner_gate.wait_reached();
-  std::thread helper([&] {
-    t_role = Role::kHelper;
-    kcas.cas(w[0], 0, 7);
-  });
-  helper_gate.wait_reached();
-  owner_gate.open.store(true);
-  owner.join();
+  LateHelperScene scene;
+  auto& kcas = scene.kcas;
+  auto& w = scene.w;
+  scene.release_owner();
   EXPECT_TRUE(kcas.compare_exchange({{&w[1], 1, 2}, {&w[2], 0, 1}}));  // waits for the helper
   EXPECT_FALSE(w[1].is_settled());
-  helper_gate.open.store(true);
-  helper.join();  // the helper's guard is gone
+  scene.release_helper();  // the helper's guard is gone
   EXPECT_FALSE(w[1].is_settled()) << "nothing has restored the waiting descriptor's word yet";
   // Unpinned and alone, this thread's closes push the epoch on: the chain ends at once.
   EXPECT_TRUE(kcas.compare_exchange({{&w[1], 2, 3}, {&w[2], 1, 2}}));

@@ -36,6 +36,19 @@ std::size_t fill_until_full(Filter& filter, const std::vector<std::uint64_t>& ke
 
 using ccf::testing::saved;
 
+// Loading `bytes` into a Filter must fail with a FormatError mentioning `reason`.
+template <class Filter>
+void expect_load_rejected(const std::string& bytes, const std::string& reason) {
+  std::istringstream in(bytes);
+  try {
+    static_cast<void>(Filter::load(in));
+    ADD_FAILURE() << "accepted a bad file (expected: " << reason << ")";
+  } catch (const FormatError& error) {
+    EXPECT_NE(std::string(error.what()).find(reason), std::string::npos)
+        << "message: " << error.what() << "; expected to mention: " << reason;
+  }
+}
+
 template <class Filter>
 class RoundTrip : public ::testing::Test {};
 TYPED_TEST_SUITE(RoundTrip, ccf::testing::AllFilterShapes);
@@ -88,16 +101,8 @@ class Corruption : public ::testing::Test {
     good_ = saved(source_);
   }
 
-  // Loading `bytes` must fail with a FormatError mentioning `reason`.
   void expect_rejected(const std::string& bytes, const std::string& reason) {
-    std::istringstream in(bytes);
-    try {
-      static_cast<void>(Filter::load(in));
-      ADD_FAILURE() << "accepted a bad file (expected: " << reason << ")";
-    } catch (const FormatError& error) {
-      EXPECT_NE(std::string(error.what()).find(reason), std::string::npos)
-          << "message: " << error.what() << "; expected to mention: " << reason;
-    }
+    expect_load_rejected<Filter>(bytes, reason);
   }
 
   // The good file with its header re-encoded after `edit` (checksum valid again).
@@ -255,14 +260,7 @@ class GrownCorruption : public ::testing::Test {
   }
 
   void expect_rejected(const std::string& bytes, const std::string& reason) {
-    std::istringstream in(bytes);
-    try {
-      static_cast<void>(Filter::load(in));
-      ADD_FAILURE() << "accepted a bad file (expected: " << reason << ")";
-    } catch (const FormatError& error) {
-      EXPECT_NE(std::string(error.what()).find(reason), std::string::npos)
-          << "message: " << error.what() << "; expected to mention: " << reason;
-    }
+    expect_load_rejected<Filter>(bytes, reason);
   }
 
   // The good file with level k's record edited and checksummed again.
