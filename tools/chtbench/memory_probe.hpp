@@ -90,11 +90,13 @@ inline double measure_probe_mops(const MemoryProbe& probe, unsigned threads,
       start.arrive_and_wait();
       begin[t] = Clock::now();
       std::uint64_t done = 0, sum = 0;
-      // Relaxed: the flag only ends the loop; results are published by the join.
-      while (!stop.load(std::memory_order_relaxed)) {
+      // At least one chunk: on a busy machine a thread may first run after `stop` is set, and
+      // a measurement of nothing would report a limit of 0. Relaxed: the flag only ends the
+      // loop; results are published by the join.
+      do {
         sum += probe.run(t * 0x100000000ULL + done, kChunk);
         done += kChunk;
-      }
+      } while (!stop.load(std::memory_order_relaxed));
       end[t] = Clock::now();
       ops[t] = done;
       checksum.fetch_add(sum, std::memory_order_relaxed);

@@ -326,8 +326,10 @@ void work_sampled(Structure& s, Policy policy, const RunConfig& c, unsigned thre
   const OpMix mix(c);
   const KeyMap structure_key{c.scrambled_keys};
   std::uint64_t sample_clock = 0;
-  // Relaxed: the flag only ends the loop; the counters are read after the join.
-  while (!stop.load(std::memory_order_relaxed)) {
+  // At least one round, even for a thread first scheduled after `stop` was set (a run of
+  // nothing would report no throughput). Relaxed: the flag only ends the loop; the counters
+  // are read after the join.
+  do {
     for (unsigned i = 0; i < kStopCheck; ++i) {
       const OpKind kind = mix.draw(rng);
       const Draw d = policy.draw(kind, rng);
@@ -345,7 +347,7 @@ void work_sampled(Structure& s, Policy policy, const RunConfig& c, unsigned thre
       ++stats.ops[cls];
       policy.after(kind, d, ok, stats);
     }
-  }
+  } while (!stop.load(std::memory_order_relaxed));
 }
 
 // The timed loop. Operation types are drawn a chunk at a time (B = --batch, or kDrawChunk for
@@ -368,8 +370,10 @@ void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
   const KeyMap structure_key{c.scrambled_keys};
   std::vector<std::uint64_t> scrambled(c.scrambled_keys ? chunk : 0);  // the structure's keys
   const auto found = std::make_unique<bool[]>(chunk);
-  // Relaxed: the flag only ends the loop; the counters are read after the join.
-  while (!stop.load(std::memory_order_relaxed)) {
+  // At least one round, even for a thread first scheduled after `stop` was set (a run of
+  // nothing would report no throughput). Relaxed: the flag only ends the loop; the counters
+  // are read after the join.
+  do {
     if (mix.updates > 0) {  // (read-only: every operation is a lookup already)
       for (auto& kind : kinds) kind = mix.draw(rng);
     }
@@ -403,7 +407,7 @@ void work(Structure& s, Policy policy, const RunConfig& c, unsigned thread,
       policy.after_lookups(run_keys, std::span<const bool>(found.get(), run), stats);
       i += run;
     }
-  }
+  } while (!stop.load(std::memory_order_relaxed));
 }
 
 struct Repeat {
