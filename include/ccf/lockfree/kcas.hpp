@@ -74,24 +74,24 @@
 // Why (R) suffices. Every installer of D is a member of D until its last install CAS (a helper
 // joins before it reads any word for D, and join fails once D is closed), so after D closes
 // nobody installs D again: restoring a closed D's words at once cannot be undone by a late
-// CAS. While D is decided but open (a member is still inside run(), maybe preempted), a write
-// over ref(D, i) installs another descriptor instead of a payload -- a K-CAS's, or for cas() a
-// fresh one-word descriptor born succeeded and closed -- whose wait_until is E + 2 for the
-// epoch E it read after seeing D decided. A late installer H of D read word i before D's
-// decision, inside a guard that it keeps until it leaves D, so H is pinned at an epoch <= E,
-// and the epoch reaches E + 2 only after every such guard closed: the replacing descriptor is
+// CAS. While D is decided but open (its owner has not left yet, or a helper is still inside),
+// a write over ref(D, i) installs another descriptor instead of a payload -- a K-CAS's, or for
+// cas() a fresh one-word descriptor born succeeded and closed -- whose wait_until is E + 2 for
+// the epoch E it read after seeing D decided. A late installer H of D read word i before D's
+// decision, inside a guard that it keeps until it leaves D, so H is pinned at an epoch <= E;
+// the epoch gets two past E only after every such guard closed: the replacing descriptor is
 // not cleanable, and its words are not restored, while H may still install D. A descriptor
-// installed over one that is not yet cleanable waits likewise (its E is the later one). So
-// from the moment H read word i until H leaves D, word i holds no payload again unless it held
-// one all along: it refers to D, or to a chain of waiting descriptors installed over that, or D
-// was never installed there (then D did not succeed, since success needs every word installed,
-// and H's CAS installs a failed D, which reads as expected_i, the value it replaced; D's last
-// member restores it). Nor can a reference H read recur: a decided descriptor is never
-// installed anew, and a descriptor is reused only after a grace period (induct on the first
-// re-install). A closing thread whose descriptor still waits pushes the epoch on (two
-// try_advance calls, which never wait) before it leaves the words to finalization.
-// tests/kcas_test.cpp plays the hazard: KcasLateHelper (the owner, or a helper, completes D)
-// and KcasLateHelperChain (a waiting K-CAS, then a cas, over D's word).
+// installed over one that is not yet cleanable waits likewise (its E is the later one). So from the
+// moment H read word i until H leaves D, word i holds no payload again unless it held one all
+// along: it refers to D, or to a chain of waiting descriptors installed over that, or D was never
+// installed there (then D did not succeed, since success needs every word installed, and H's CAS
+// installs a failed D, which reads as expected_i, the value it replaced; D's last member restores
+// it). Nor can a reference H read recur: a decided descriptor is never installed anew, and a
+// descriptor is reused only after a grace period (induct on the first re-install). A closing thread
+// whose descriptor still waits pushes the epoch on (two try_advance calls, which never wait) before
+// it leaves the words to finalization. tests/kcas_test.cpp plays the hazard: KcasLateHelper (the
+// owner, or a helper, completes D) and KcasLateHelperChain (a waiting K-CAS, then a cas, over D's
+// word).
 //
 // Reclamation (reclamation.hpp). The owner retires D when it leaves. If it closed D and
 // restored the words, D is freed for reuse after one grace period (readers and helpers may
@@ -154,8 +154,9 @@
 //   restores them before it returns.
 // - When does a word hold a reference between operations? Only when a helper of the operation
 //   was preempted before it left (the helper restores the words when it leaves), or the
-//   operation replaced such a reference and the epoch could not be pushed two past it at its
-//   close (a thread was pinned then): finalization restores those. A table that one thread at
+//   operation wrote over a decided descriptor that was still open and, at its close, the epoch
+//   could not be pushed two past its wait (a thread was pinned then): finalization restores
+//   those. A table that one thread at
 //   a time changes never does (tests: KcasSequential.SuccessAndFailureLeavePayloads,
 //   LockFreeQuiescent.*).
 // - Why is read() not helping? It need not: seeing through is linearizable and wait-free, and
