@@ -36,6 +36,17 @@ std::size_t fill_until_full(Filter& filter, const std::vector<std::uint64_t>& ke
 
 using ccf::testing::saved;
 
+// `file` with its header re-encoded after `edit` (checksum valid again).
+template <class Edit>
+std::string reheadered(const std::string& file, ccf::detail::FileVersions versions, Edit edit) {
+  std::istringstream in(file);
+  ccf::detail::FilterHeader header = ccf::detail::HeaderCodec::read(in, versions);
+  edit(header);
+  const auto encoded = ccf::detail::HeaderCodec::encode(header);
+  return std::string(reinterpret_cast<const char*>(encoded.data()), encoded.size()) +
+         file.substr(encoded.size());
+}
+
 // Loading `bytes` into a Filter must fail with a FormatError mentioning `reason`.
 template <class Filter>
 void expect_load_rejected(const std::string& bytes, const std::string& reason) {
@@ -108,12 +119,7 @@ class Corruption : public ::testing::Test {
   // The good file with its header re-encoded after `edit` (checksum valid again).
   template <class Edit>
   std::string with_header(Edit edit) {
-    std::istringstream in(good_);
-    ccf::detail::FilterHeader header = ccf::detail::HeaderCodec::read(in);
-    edit(header);
-    const auto encoded = ccf::detail::HeaderCodec::encode(header);
-    return std::string(reinterpret_cast<const char*>(encoded.data()), encoded.size()) +
-           good_.substr(encoded.size());
+    return reheadered(good_, ccf::detail::FileVersions::kOneTable, edit);
   }
 
   Filter source_{4000};
@@ -287,13 +293,7 @@ class GrownCorruption : public ::testing::Test {
   // The good file with its header edited and checksummed again.
   template <class Edit>
   std::string with_header(Edit edit) {
-    std::istringstream in(good_);
-    ccf::detail::FilterHeader header =
-        ccf::detail::HeaderCodec::read(in, ccf::detail::FileVersions::kOneTableOrLevels);
-    edit(header);
-    const auto encoded = ccf::detail::HeaderCodec::encode(header);
-    return std::string(reinterpret_cast<const char*>(encoded.data()), encoded.size()) +
-           good_.substr(encoded.size());
+    return reheadered(good_, ccf::detail::FileVersions::kOneTableOrLevels, edit);
   }
 
   Filter source_{1024};
