@@ -184,7 +184,7 @@ void log_store_corpus(const fs::path& dir) {
   fs::remove_all(scratch);
 }
 
-// Client byte streams for the RESP parser of `ccf serve` (tools/ccf/serve/resp.hpp): arrays of
+// Client byte streams for the RESP parser of `ccf serve` (server/resp.hpp): arrays of
 // bulk strings, pipelined filter commands, a binary argument, inline commands with quotes and
 // escapes, empty commands and blank lines, a partial command, and malformed requests.
 void resp_corpus(const fs::path& dir) {

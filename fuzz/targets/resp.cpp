@@ -1,4 +1,4 @@
-// The RESP request parser and reply writer of `ccf serve` (tools/ccf/serve/resp.hpp) on
+// The RESP request parser and reply writer of `ccf serve` (server/resp.hpp) on
 // arbitrary client byte streams, under small limits so that every limit is reached.
 //
 // Each input is parsed as a server parses its read buffer (parse while the status is kCommand,
@@ -13,7 +13,7 @@
 // commands, the same final status, the same error text and the same bytes left over. The parsed
 // commands then go through the reply writer in RESP2 and RESP3: every reply type, read back by a
 // strict reader, gives what was written; an array of bulk strings parses back as the command.
-#include "serve/resp.hpp"
+#include "server/resp.hpp"
 
 #include <algorithm>
 #include <cstddef>

@@ -1,4 +1,4 @@
-// `ccf serve`'s loaders on arbitrary bytes (tools/ccf/serve): a snapshot file (start-up), a
+// `ccf serve`'s loaders on arbitrary bytes (server/): a snapshot file (start-up), a
 // CF.LOADCHUNK sequence (a dump header, then data chunks at offsets), and a real dump of a
 // small filter with bytes flipped. The first input byte picks which; snapshots and headers are
 // also tried with their checksums recomputed (else nearly every mutation ends at a checksum).
@@ -15,8 +15,8 @@
 #include <string_view>
 
 #include "harness.hpp"
-#include "serve/cf_filter.hpp"
-#include "serve/snapshot.hpp"
+#include "server/cf/filter.hpp"
+#include "server/snapshot.hpp"
 
 namespace {
 

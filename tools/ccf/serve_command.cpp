@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "serve/server.hpp"
+#include "server/server.hpp"
 
 namespace ccf_tool {
 

@@ -26,12 +26,13 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "redis_module_api.hpp"
-#include "serve/cf_commands.hpp"
-#include "serve/cf_filter.hpp"
+#include "server/cf/commands.hpp"
+#include "server/cf/filter.hpp"
 
 namespace ccf::redis {
 namespace {
@@ -49,7 +50,15 @@ constexpr int kEncodingVersion = 1;
 // A dump has one blob per sub-filter: no RDB entry may announce more.
 constexpr std::uint64_t kMaxBlobs = CfFilter::kMaxFilters;
 
-Type* filter_type = nullptr;
+Type* cuckoo_type = nullptr;
+
+// The data type of a family's values.
+template <class Filter>
+Type* type_of();
+template <>
+Type* type_of<CfFilter>() {
+  return cuckoo_type;
+}
 
 // ---- replies and keys: what the command layer needs of a front end -------------------------
 
@@ -123,19 +132,21 @@ class Keys {
   // Whether this command stored a new filter under the key.
   bool created() const noexcept { return created_; }
 
-  Lookup look_up(std::string_view) const {
+  template <class Filter>
+  Lookup<Filter> look_up(std::string_view, std::type_identity<Filter>) const {
     // OpenKey for reading gives no handle for a missing key.
     if (key_ == nullptr || api.KeyType(key_) == kKeyTypeEmpty) return {Held::kNothing, nullptr};
-    if (api.ModuleTypeGetType(key_) != filter_type) return {Held::kOther, nullptr};
-    return {Held::kFilter, static_cast<CfFilter*>(api.ModuleTypeGetValue(key_))};
+    if (api.ModuleTypeGetType(key_) != type_of<Filter>()) return {Held::kOther, nullptr};
+    return {Held::kFilter, static_cast<Filter*>(api.ModuleTypeGetValue(key_))};
   }
 
   template <class Make>
   Held create(std::string_view key, Make make) {
-    const Lookup found = look_up(key);
+    using Filter = typename decltype(make())::element_type;
+    const Lookup<Filter> found = look_up(key, std::type_identity<Filter>{});
     if (found.held != Held::kNothing) return found.held;
-    std::unique_ptr<CfFilter> filter = make();
-    if (key_ == nullptr || api.ModuleTypeSetValue(key_, filter_type, filter.get()) != kOk) {
+    std::unique_ptr<Filter> filter = make();
+    if (key_ == nullptr || api.ModuleTypeSetValue(key_, type_of<Filter>(), filter.get()) != kOk) {
       throw std::logic_error("the key is not open for writing");
     }
     filter.release();  // Redis owns it now: free_filter() deletes it
@@ -336,8 +347,8 @@ int load(Ctx* ctx) {
   methods.free = free_filter;
   methods.free_effort = free_effort;
   methods.copy = copy_filter;
-  filter_type = api.CreateDataType(ctx, kTypeName, kEncodingVersion, &methods);
-  if (filter_type == nullptr) {
+  cuckoo_type = api.CreateDataType(ctx, kTypeName, kEncodingVersion, &methods);
+  if (cuckoo_type == nullptr) {
     return refuse(ctx, std::string("the data type ") + kTypeName + " could not be registered");
   }
   for (std::size_t i = 0; i < serve::kCfCommands.size(); ++i) {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "redis_module_api.hpp"
-#include "serve/cf_commands.hpp"
+#include "server/cf/commands.hpp"
 
 namespace {
 

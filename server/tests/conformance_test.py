@@ -8,8 +8,8 @@ them: ccf's documented deviations (BUCKETSIZE 1, 2, 4 only; EXPANSION 0 or 1 onl
 concurrency test, a growth-and-delete test, protocol robustness, and smoke tests through
 redis-py and redis-cli.
 
-Usage: /usr/bin/python3 serve_conformance_test.py PATH/TO/ccf [unittest options]
-       /usr/bin/python3 serve_conformance_test.py --redis-module PATH/TO/ccf-redis.so [...]
+Usage: /usr/bin/python3 conformance_test.py PATH/TO/ccf [unittest options]
+       /usr/bin/python3 conformance_test.py --redis-module PATH/TO/ccf-redis.so [...]
 
 With --redis-module the CF.* cases (MODULE_CASES) run against Debian's redis-server with the
 module loaded, on a free loopback port: the same contract through the other front end. Redis

@@ -1,4 +1,4 @@
-#include "serve/snapshot.hpp"
+#include "server/snapshot.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <string>
 
-#include "serve/resp.hpp"
+#include "server/resp.hpp"
 
 namespace ccf::serve {
 

@@ -1,4 +1,4 @@
-#include "serve/server.hpp"
+#include "server/server.hpp"
 
 // <utility> before Asio: Boost 1.74's awaitable.hpp uses std::exchange without including it.
 #include <utility>
@@ -18,8 +18,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "serve/commands.hpp"
-#include "serve/snapshot.hpp"
+#include "server/commands.hpp"
+#include "server/snapshot.hpp"
 
 namespace ccf::serve {
 namespace {

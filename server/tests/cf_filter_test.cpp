@@ -2,8 +2,6 @@
 // added items against a multiset, tiny sub-filters so that growth and shared fingerprints are
 // frequent), RedisBloom's growth-and-delete failure mode, and a concurrent stress test with
 // more threads than cores in which no acknowledged item may ever be missed.
-#include "serve/cf_filter.hpp"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -19,6 +17,7 @@
 
 #include "ccf/detail/filter_format.hpp"
 #include "sanitizer_scale.hpp"
+#include "server/cf/filter.hpp"
 
 namespace {
 

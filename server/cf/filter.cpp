@@ -1,4 +1,4 @@
-#include "serve/cf_filter.hpp"
+#include "server/cf/filter.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "serve/keyspace.hpp"
-#include "serve/resp.hpp"
+#include "server/keyspace.hpp"
+#include "server/resp.hpp"
 
 namespace ccf::serve {
 

@@ -1,4 +1,4 @@
-#include "serve/keyspace.hpp"
+#include "server/keyspace.hpp"
 
 namespace ccf::serve {
 

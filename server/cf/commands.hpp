@@ -1,17 +1,6 @@
 // The CF.* commands of the contract (docs/server.md), written once for both front ends: `ccf
-// serve` (commands.cpp) and the Redis module (tools/redis_module/). Each command is a function
-// template over what a front end supplies:
-//
-//   Keys    Lookup look_up(std::string_view key)   what the key holds; a filter found stays
-//                                                   valid until the command returns
-//           Held create(std::string_view key, Make make)   stores make()'s filter (a
-//                                                   std::unique_ptr<CfFilter>; it may throw
-//                                                   std::bad_alloc) unless the key exists;
-//                                                   returns what the key held: kNothing means
-//                                                   the filter was stored
-//   Args    a random-access range of the command's words, each convertible to string_view
-//   Reply   ReplyWriter's calls (resp.hpp): simple, error, integer, boolean, bulk, null,
-//           array, map, proto
+// serve` (commands.cpp) and the Redis module (tools/redis_module/), as templates over the Keys,
+// Args and Reply that command_support.hpp describes; a key's value here is a CfFilter.
 //
 // run() dispatches one command by its facts (kCfCommands), which also give what COMMAND
 // reports and the flags a Redis module registers.
@@ -32,56 +21,10 @@
 #include <utility>
 #include <vector>
 
-#include "serve/cf_filter.hpp"
+#include "server/cf/filter.hpp"
+#include "server/command_support.hpp"
 
 namespace ccf::serve {
-
-// ---- text ----------------------------------------------------------------------------------
-
-inline constexpr std::string_view kWrongType =
-    "WRONGTYPE Operation against a key holding the wrong kind of value";
-inline constexpr std::string_view kNotFound = "ERR not found";
-
-// Redis's strict integer syntax: optional '-', digits, no '+', no spaces, no leading zeros.
-inline std::optional<long long> parse_integer(std::string_view text) {
-  if (text.empty() || text.size() > 20) return std::nullopt;
-  const std::size_t digits = text[0] == '-' ? 1 : 0;
-  if (digits == text.size()) return std::nullopt;
-  if (text[digits] == '0' && text.size() > digits + 1) return std::nullopt;
-  if (text == "-0") return std::nullopt;
-  long long value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-inline std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-template <class Reply>
-void arity_error(Reply& reply, std::string_view command) {
-  reply.error("ERR wrong number of arguments for '" + lower(command) + "' command");
-}
-
-// args[from], args[from + 1], ... as views.
-template <class Args>
-std::vector<std::string_view> words(const Args& args, std::size_t from) {
-  std::vector<std::string_view> out;
-  out.reserve(args.size() - from);
-  for (std::size_t i = from; i < args.size(); ++i) out.emplace_back(args[i]);
-  return out;
-}
-
-// What a key holds, for commands that need a filter.
-enum class Held { kNothing, kFilter, kOther };
-struct Lookup {
-  Held held;
-  CfFilter* filter;  // when held == kFilter
-};
 
 // ---- filter parameters ---------------------------------------------------------------------
 
@@ -108,20 +51,9 @@ inline CfParams sized(long long capacity, unsigned bucket_size, unsigned max_ite
 // The key's filter, created with `params` if the key does not exist. nullptr after replying
 // with an error.
 template <class Keys, class Reply>
-CfFilter* filter_for_write(Keys& keys, Reply& reply, std::string_view key, const CfParams& params) {
-  try {
-    // Another client may drop the key between the creation and the look-up: then again.
-    for (;;) {
-      const Lookup found = keys.look_up(key);
-      if (found.held == Held::kFilter) return found.filter;
-      if (found.held == Held::kOther) break;
-      keys.create(key, [&] { return std::make_unique<CfFilter>(params); });
-    }
-    reply.error(kWrongType);
-  } catch (const std::bad_alloc&) {
-    reply.error("ERR Insufficient memory to create filter");
-  }
-  return nullptr;
+CfFilter* cf_for_write(Keys& keys, Reply& reply, std::string_view key, const CfParams& params) {
+  return filter_for_write<CfFilter>(keys, reply, key,
+                                    [&] { return std::make_unique<CfFilter>(params); });
 }
 
 // ---- CF.* ---------------------------------------------------------------------------------
@@ -190,7 +122,7 @@ inline const CfParams& default_params() {
 template <class Keys, class Args, class Reply>
 void cf_add(Keys& keys, const Args& args, Reply& reply, bool only_if_absent) {
   if (args.size() != 3) return arity_error(reply, args[0]);
-  CfFilter* const filter = filter_for_write(keys, reply, args[1], default_params());
+  CfFilter* const filter = cf_for_write(keys, reply, args[1], default_params());
   if (filter == nullptr) return;
   if (filter->at_max_filters()) return reply.error("Maximum expansions reached");
   switch (filter->add(args[2], only_if_absent)) {
@@ -237,14 +169,14 @@ void cf_insert(Keys& keys, const Args& args, Reply& reply, bool only_if_absent) 
   if (items == 0 || items >= args.size()) return arity_error(reply, args[0]);
   CfFilter* filter = nullptr;
   if (no_create) {
-    const Lookup found = keys.look_up(args[1]);
+    const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
     if (found.held == Held::kOther) return reply.error(kWrongType);
     if (found.held == Held::kNothing) return reply.error(kNotFound);
     filter = found.filter;
   } else {
-    filter = filter_for_write(
-        keys, reply, args[1],
-        sized(capacity, kDefaultBucketSize, kDefaultMaxIterations, kDefaultExpansion));
+    filter =
+        cf_for_write(keys, reply, args[1],
+                     sized(capacity, kDefaultBucketSize, kDefaultMaxIterations, kDefaultExpansion));
     if (filter == nullptr) return;
   }
   if (filter->at_max_filters()) return reply.error("Maximum expansions reached");
@@ -267,14 +199,14 @@ void cf_insert(Keys& keys, const Args& args, Reply& reply, bool only_if_absent) 
 template <class Keys, class Args, class Reply>
 void cf_exists(Keys& keys, const Args& args, Reply& reply) {
   if (args.size() != 3) return arity_error(reply, args[0]);
-  const Lookup found = keys.look_up(args[1]);
+  const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
   reply.boolean(found.filter && found.filter->contains(args[2]));
 }
 
 template <class Keys, class Args, class Reply>
 void cf_mexists(Keys& keys, const Args& args, Reply& reply) {
   if (args.size() < 3) return arity_error(reply, args[0]);
-  const Lookup found = keys.look_up(args[1]);
+  const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
   const std::vector<std::string_view> items = words(args, 2);
   const std::unique_ptr<bool[]> hits = std::make_unique<bool[]>(items.size());  // false
   if (found.filter) found.filter->contains_many(items, {hits.get(), items.size()});
@@ -285,14 +217,14 @@ void cf_mexists(Keys& keys, const Args& args, Reply& reply) {
 template <class Keys, class Args, class Reply>
 void cf_count(Keys& keys, const Args& args, Reply& reply) {
   if (args.size() != 3) return arity_error(reply, args[0]);
-  const Lookup found = keys.look_up(args[1]);
+  const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
   reply.integer(found.filter ? static_cast<long long>(found.filter->count(args[2])) : 0);
 }
 
 template <class Keys, class Args, class Reply>
 void cf_del(Keys& keys, const Args& args, Reply& reply) {
   if (args.size() != 3) return arity_error(reply, args[0]);
-  const Lookup found = keys.look_up(args[1]);
+  const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
   if (!found.filter) return reply.error("Not found");
   reply.boolean(found.filter->erase(args[2]));
 }
@@ -300,7 +232,7 @@ void cf_del(Keys& keys, const Args& args, Reply& reply) {
 template <class Keys, class Args, class Reply>
 void cf_info(Keys& keys, const Args& args, Reply& reply) {
   if (args.size() != 2) return arity_error(reply, args[0]);
-  const Lookup found = keys.look_up(args[1]);
+  const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
   if (found.held == Held::kNothing) return reply.error(kNotFound);
   if (found.held == Held::kOther) return reply.error(kWrongType);
   const CfFilter::Info info = found.filter->info();
@@ -320,15 +252,12 @@ void cf_info(Keys& keys, const Args& args, Reply& reply) {
   }
 }
 
-// CF.SCANDUMP's chunks never cross a blob boundary and hold at most this many bytes.
-inline constexpr std::uint64_t kMaxChunkBytes = 16u << 20;
-
 template <class Keys, class Args, class Reply>
 void cf_scandump(Keys& keys, const Args& args, Reply& reply) {
   if (args.size() != 3) return arity_error(reply, args[0]);
   const std::optional<long long> iterator = parse_integer(args[2]);
   if (!iterator || *iterator < 0) return reply.error("Invalid position");
-  const Lookup found = keys.look_up(args[1]);
+  const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
   if (found.held == Held::kNothing) return reply.error(kNotFound);
   if (found.held == Held::kOther) return reply.error(kWrongType);
   const auto done = [&] {
@@ -365,7 +294,7 @@ void cf_loadchunk(Keys& keys, const Args& args, Reply& reply) {
   if (!iterator || *iterator == 0) return reply.error("Invalid position");
   const std::string_view data = args[3];
   if (*iterator == 1) {
-    const Lookup found = keys.look_up(args[1]);
+    const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
     if (found.held == Held::kFilter) return reply.error("ERR item exists");
     if (found.held == Held::kOther) return reply.error(kWrongType);
     if (!CfFilter::header_length_fits(data)) return reply.error("Invalid header");
@@ -382,7 +311,7 @@ void cf_loadchunk(Keys& keys, const Args& args, Reply& reply) {
       return reply.error("Couldn't create filter!");
     }
   }
-  const Lookup found = keys.look_up(args[1]);
+  const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
   if (found.held == Held::kNothing) return reply.error(kNotFound);
   if (found.held == Held::kOther) return reply.error(kWrongType);
   // The chunk ends at byte iterator - 1 of the data.
@@ -397,7 +326,7 @@ void cf_loadchunk(Keys& keys, const Args& args, Reply& reply) {
 template <class Keys, class Args, class Reply>
 void cf_compact(Keys& keys, const Args& args, Reply& reply) {
   if (args.size() != 2) return arity_error(reply, args[0]);
-  const Lookup found = keys.look_up(args[1]);
+  const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
   if (!found.filter) return reply.error("Cuckoo filter was not found");
   found.filter->compact(true);
   reply.simple("OK");
@@ -407,7 +336,7 @@ void cf_compact(Keys& keys, const Args& args, Reply& reply) {
 template <class Keys, class Args, class Reply>
 void cf_debug(Keys& keys, const Args& args, Reply& reply) {
   if (args.size() != 2) return arity_error(reply, args[0]);
-  const Lookup found = keys.look_up(args[1]);
+  const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
   if (found.held == Held::kNothing) return reply.error(kNotFound);
   if (found.held == Held::kOther) return reply.error(kWrongType);
   const CfFilter::Info info = found.filter->info();
@@ -423,15 +352,6 @@ void cf_debug(Keys& keys, const Args& args, Reply& reply) {
 }
 
 // ---- the command table ---------------------------------------------------------------------
-
-// What COMMAND reports of a command and what a Redis module registers: arity (negative: at
-// least that many words), flags in Redis's spelling (space-separated), key positions.
-struct CommandFacts {
-  std::string_view name;
-  int arity;
-  std::string_view flags;
-  int first_key, last_key, step;
-};
 
 enum class CfCommand : std::uint8_t {
   kReserve,
@@ -469,27 +389,9 @@ inline constexpr std::array<CommandFacts, 14> kCfCommands = {{
     {"cf.debug", 2, "readonly fast", 1, 1, 1},
 }};
 
-inline std::vector<std::string_view> flag_words(const CommandFacts& facts) {
-  std::vector<std::string_view> words;
-  for (std::string_view rest = facts.flags; !rest.empty();) {
-    const std::size_t space = std::min(rest.find(' '), rest.size());
-    words.push_back(rest.substr(0, space));
-    rest.remove_prefix(std::min(space + 1, rest.size()));
-  }
-  return words;
-}
-
-inline bool has_flag(const CommandFacts& facts, std::string_view flag) {
-  const std::vector<std::string_view> words = flag_words(facts);
-  return std::find(words.begin(), words.end(), flag) != words.end();
-}
-
 // The CF.* command of that lower-case name.
 inline std::optional<CfCommand> find_cf_command(std::string_view name) {
-  for (std::size_t i = 0; i < kCfCommands.size(); ++i) {
-    if (kCfCommands[i].name == name) return static_cast<CfCommand>(i);
-  }
-  return std::nullopt;
+  return find_command<CfCommand>(kCfCommands, name);
 }
 
 inline const CommandFacts& facts_of(CfCommand command) {

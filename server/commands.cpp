@@ -1,4 +1,4 @@
-#include "serve/commands.hpp"
+#include "server/commands.hpp"
 
 #include <unistd.h>
 
@@ -18,8 +18,8 @@
 #include <unordered_set>
 #include <utility>
 
-#include "serve/cf_commands.hpp"
-#include "serve/snapshot.hpp"
+#include "server/cf/commands.hpp"
+#include "server/snapshot.hpp"
 
 namespace ccf::serve {
 namespace {
@@ -37,17 +37,18 @@ bool equals_ignoring_case(std::string_view a, std::string_view b) {
                                             [&](char x, char y) { return fold(x) == fold(y); });
 }
 
-// `ccf serve`'s side of the CF.* commands (cf_commands.hpp): the keyspace, through the
-// client's memo. A filter found is held by the memo (Keyspace::Memo) until the client's next
+// `ccf serve`'s side of the command families (command_support.hpp): the keyspace, through the
+// client's memo. A value found is held by the memo (Keyspace::Memo) until the client's next
 // look-up: one per command.
 struct ServeKeys {
   Keyspace& keyspace;
   ClientState& client;
 
-  Lookup look_up(std::string_view key) {
+  template <class Filter>
+  Lookup<Filter> look_up(std::string_view key, std::type_identity<Filter>) {
     const Value* value = keyspace.find(key, client.memo);
     if (value == nullptr) return {Held::kNothing, nullptr};
-    if (const auto* filter = std::get_if<std::shared_ptr<CfFilter>>(value)) {
+    if (const auto* filter = std::get_if<std::shared_ptr<Filter>>(value)) {
       return {Held::kFilter, filter->get()};
     }
     return {Held::kOther, nullptr};
@@ -55,10 +56,11 @@ struct ServeKeys {
 
   template <class Make>
   Held create(std::string_view key, Make make) {
+    using Filter = typename decltype(make())::element_type;
     const auto [value, created] =
-        keyspace.find_or_create(key, [&] { return Value(std::shared_ptr<CfFilter>(make())); });
+        keyspace.find_or_create(key, [&] { return Value(std::shared_ptr<Filter>(make())); });
     if (created) return Held::kNothing;
-    return std::holds_alternative<std::shared_ptr<CfFilter>>(value) ? Held::kFilter : Held::kOther;
+    return std::holds_alternative<std::shared_ptr<Filter>>(value) ? Held::kFilter : Held::kOther;
   }
 };
 
@@ -607,7 +609,7 @@ void Pipeline::flush(ServerState& server, ClientState& client, std::string& out)
     std::array<bool, kMaxRun> found{};
     std::copy_n(items_.begin(), count, items.begin());
     ServeKeys keys{server.keyspace, client};
-    if (const Lookup held = keys.look_up(key_); held.filter != nullptr) {
+    if (const auto held = look_up<CfFilter>(keys, key_); held.filter != nullptr) {
       held.filter->contains_many({items.data(), count}, {found.data(), count});
     }
     for (std::size_t i = 0; i < count; ++i) reply.boolean(found[i]);

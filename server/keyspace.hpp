@@ -19,7 +19,7 @@
 #include <variant>
 #include <vector>
 
-#include "serve/cf_filter.hpp"
+#include "server/cf/filter.hpp"
 
 namespace ccf::serve {
 

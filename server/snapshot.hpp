@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "serve/keyspace.hpp"
+#include "server/keyspace.hpp"
 
 namespace ccf::serve {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "serve/commands.hpp"
+#include "server/commands.hpp"
 
 namespace ccf::serve {
 namespace {

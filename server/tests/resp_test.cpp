@@ -4,7 +4,7 @@
 // bytes in RESP2 and RESP3.
 //
 // The largest single allocation is measured by replacing the global operator new.
-#include "serve/resp.hpp"
+#include "server/resp.hpp"
 
 #include <gtest/gtest.h>
 
