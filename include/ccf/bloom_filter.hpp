@@ -48,23 +48,71 @@
 // of a standard filter with a quarter of the bits.
 //
 // All three: size them with (capacity, bits_per_item) -- memory bits, counters included -- or
-// for_fpr(capacity, eps); insert, contains and erase are noexcept and allocate nothing. Not
-// thread-safe for writes: concurrent const calls are safe, any call concurrent with insert /
-// erase / clear is a data race. Movable, not copyable; a moved-from filter may only be
-// destroyed or assigned to.
+// for_fpr(capacity, eps); insert, contains and erase are noexcept and allocate nothing;
+// insert_many / contains_many hash ahead and prefetch (detail/software_pipeline.hpp), so the
+// cache misses of consecutive keys overlap; save / load use the checksummed format of
+// detail/bloom_format.hpp (docs/file-format.md). Movable, not copyable; a moved-from filter may
+// only be destroyed or assigned to.
+//
+// Sequential (BloomFilter, BlockedBloomFilter, CountingBloomFilter): plain loads and stores.
+// Concurrent const calls are safe; any call concurrent with insert / erase / clear is a data
+// race.
+//
+// Concurrent (ConcurrentBloomFilter, ConcurrentBlockedBloomFilter,
+// ConcurrentCountingBloomFilter): the same layouts and code over std::atomic_ref on the words
+// (AtomicWordAccess below). insert, contains, erase, the batches, size() and save() may run in
+// any threads at once; clear() and load() may not run beside anything.
+//   1. Progress. insert of the standard and blocked filters is wait-free: per word of the key's
+//      positions one relaxed load and, only where some of its bits are still clear, one
+//      fetch_or (the blocked filter gathers a key's bits into per-word masks first, so at most
+//      8 RMWs, one cache line). contains is wait-free and store-free: relaxed loads only, no
+//      RMW, no lock, so lookups never take a line away from another core. The counting filter
+//      updates each counter by a CAS loop on its 64-bit word: lock-free.
+//   2. No false negative. Once insert(x) has returned, every contains(x) that starts
+//      afterwards (happens-after the return: a join, a release/acquire handshake, a mutex) in
+//      any thread answers true -- for the counting filter, until x is erased. Why relaxed is
+//      enough: bits are only ever set, and by read-read / write-read coherence a load that
+//      happens after the fetch_or (or after the load that found the bits already set) reads
+//      that value or a later one in the word's modification order, which holds the bits too.
+//   3. A contains(x) concurrent with insert(x) may answer either; it answers true once it reads
+//      every word after the insert's update of it. A true answer publishes nothing: it
+//      establishes no happens-before with any insert (an insert that found its bits set wrote
+//      nothing), so do not use a Bloom filter to hand over data.
+//   4. Counting filter: insert and erase change each counter atomically but a key's k counters
+//      one by one, so a contains(x) concurrent with erase(x) or insert(x) may answer either,
+//      and contains(y) for a key y inserted and not erased stays true throughout (an erase of
+//      an inserted x takes away only x's own increments). A saturated counter (15) stays 15:
+//      inserts and erases leave it alone, as in the sequential filter. Concurrent erases that
+//      together take more from a counter than it holds -- only possible when some key is erased
+//      that was not inserted -- refuse (kNotFound) and put back what they had taken.
+//   5. size() (and saturations()) are sharded counters (detail/sharded_counter.hpp): exact when
+//      no insert or erase is in flight, approximate while some are.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <istream>
+#include <memory>
+#include <new>
+#include <optional>
+#include <ostream>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
+#include "ccf/detail/bloom_format.hpp"
 #include "ccf/detail/page_buffer.hpp"
+#include "ccf/detail/prefetch.hpp"
+#include "ccf/detail/sharded_counter.hpp"
+#include "ccf/detail/software_pipeline.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 
@@ -108,12 +156,61 @@ class ProbeSequence {
   std::uint64_t step_;
 };
 
-inline void set_bit(std::uint64_t* words, std::uint64_t bit) noexcept {
-  words[bit / 64] |= std::uint64_t{1} << (bit % 64);
+// How the layouts read and write their words: load, set_bits (OR a mask in) and update (a
+// read-modify-write whose next(old) returns the new word, or nullopt to leave it).
+//
+// PlainWordAccess: the sequential filters' plain loads and stores.
+struct PlainWordAccess {
+  static constexpr bool kConcurrent = false;
+  static std::uint64_t load(const std::uint64_t* word) noexcept { return *word; }
+  static void set_bits(std::uint64_t* word, std::uint64_t mask) noexcept { *word |= mask; }
+  template <class Next>
+  static void update(std::uint64_t* word, Next next) noexcept {
+    if (const std::optional<std::uint64_t> value = next(*word)) *word = *value;
+  }
+};
+
+// AtomicWordAccess: std::atomic_ref on the same words (the storage is 64-byte aligned, above
+// what atomic_ref asks). Every order is relaxed: the words publish nothing but their own bits,
+// and the no-false-negative guarantee rests on coherence alone (see the top of this file, 2).
+struct AtomicWordAccess {
+  static constexpr bool kConcurrent = true;
+  using Ref = std::atomic_ref<std::uint64_t>;
+  static_assert(Ref::is_always_lock_free);
+  static_assert(Ref::required_alignment <= alignof(std::uint64_t));
+
+  // The words live in writable heap memory, so viewing a const word through atomic_ref (which
+  // takes no const T before C++26) only loads.
+  static std::uint64_t load(const std::uint64_t* word) noexcept {
+    return Ref(*const_cast<std::uint64_t*>(word)).load(std::memory_order_relaxed);
+  }
+  // Skips the RMW when the bits are already there: a load keeps the line shared among cores,
+  // a locked OR would take it exclusive (and cost ~20 cycles) for nothing.
+  static void set_bits(std::uint64_t* word, std::uint64_t mask) noexcept {
+    Ref ref(*word);
+    if ((ref.load(std::memory_order_relaxed) & mask) != mask) {
+      ref.fetch_or(mask, std::memory_order_relaxed);
+    }
+  }
+  // next may run several times (once per failed CAS); it must not count its calls.
+  template <class Next>
+  static void update(std::uint64_t* word, Next next) noexcept {
+    Ref ref(*word);
+    std::uint64_t old = ref.load(std::memory_order_relaxed);
+    while (const std::optional<std::uint64_t> value = next(old)) {
+      if (ref.compare_exchange_weak(old, *value, std::memory_order_relaxed)) return;
+    }
+  }
+};
+
+template <class Access>
+void set_bit(std::uint64_t* words, std::uint64_t bit) noexcept {
+  Access::set_bits(words + bit / 64, std::uint64_t{1} << (bit % 64));
 }
 
-inline bool test_bit(const std::uint64_t* words, std::uint64_t bit) noexcept {
-  return (words[bit / 64] >> (bit % 64)) & 1;
+template <class Access>
+bool test_bit(const std::uint64_t* words, std::uint64_t bit) noexcept {
+  return (Access::load(words + bit / 64) >> (bit % 64)) & 1;
 }
 
 // E[f(l)] for the load l ~ Binomial(items, 1 / blocks) of one block. The probabilities are
@@ -156,38 +253,67 @@ double expect_over_block_load(std::uint64_t items, std::uint64_t blocks, F f) {
 // storage, sizes it and validates arguments for all.
 //   kGrainBits      the bit array is a whole number of these
 //   kPositionBits   bits per position: 1 (a bit), 4 (a counter)
+//   kKind           the kind in the file format
 //   hash_count      k for `bits` bits sized for `capacity` items
-//   insert/contains set / test the key's k positions (a counting layout's insert returns the
-//                   saturated counters it met, and it has erase)
+//   insert/contains set / test the key's k positions through Access (a counting layout's
+//                   insert returns the saturated counters it met, and it has erase)
+//   prefetch        starts loading the lines insert / contains will touch
 //   fpr             the theoretical false-positive rate at `items` items
 
 struct StandardBloomLayout {
   static constexpr std::string_view kName = "ccf::BloomFilter";
   static constexpr std::uint64_t kGrainBits = 64;
   static constexpr unsigned kPositionBits = 1;
+  static constexpr BloomKind kKind = BloomKind::kStandard;
 
   static unsigned hash_count(std::uint64_t bits, std::uint64_t capacity) noexcept {
     return ln2_hash_count(static_cast<double>(bits) / static_cast<double>(capacity));
   }
 
+  template <class Access>
   static void insert(std::uint64_t* words, std::uint64_t bits, unsigned hashes,
                      std::uint64_t hash) noexcept {
     const ProbeSequence probe(hash);
-    for (unsigned i = 0; i < hashes; ++i) set_bit(words, probe(i, bits));
+    for (unsigned i = 0; i < hashes; ++i) set_bit<Access>(words, probe(i, bits));
   }
 
+  template <class Access>
   static bool contains(const std::uint64_t* words, std::uint64_t bits, unsigned hashes,
                        std::uint64_t hash) noexcept {
     const ProbeSequence probe(hash);
     // Stop at the first clear bit: on a large filter every probe is a likely cache miss.
     for (unsigned i = 0; i < hashes; ++i) {
-      if (!test_bit(words, probe(i, bits))) return false;
+      if (!test_bit<Access>(words, probe(i, bits))) return false;
     }
     return true;
   }
 
+  // An insert touches all k lines; a lookup fetches only its first two, since a negative one
+  // stops at its first clear bit (after about 2 probes at the optimal k).
+  static void prefetch(const std::uint64_t* words, std::uint64_t bits, unsigned hashes,
+                       std::uint64_t hash, bool for_insert) noexcept {
+    prefetch_probes(words, bits, hashes, hash, for_insert);
+  }
+
   static double fpr(std::uint64_t bits, unsigned hashes, std::uint64_t items) noexcept {
     return standard_bloom_fpr(static_cast<double>(items), static_cast<double>(bits), hashes);
+  }
+
+  // Shared with the counting layout (position_bits 4): prefetches the words of the key's
+  // positions, all k for an insert, the first two for a lookup.
+  static void prefetch_probes(const std::uint64_t* words, std::uint64_t positions, unsigned hashes,
+                              std::uint64_t hash, bool for_insert,
+                              unsigned position_bits = 1) noexcept {
+    const ProbeSequence probe(hash);
+    const unsigned count = for_insert ? hashes : std::min(hashes, 2u);
+    for (unsigned i = 0; i < count; ++i) {
+      const std::uint64_t* word = words + probe(i, positions) * position_bits / 64;
+      if (for_insert) {
+        prefetch_line_for_write(word);
+      } else {
+        prefetch_line(word);
+      }
+    }
   }
 };
 
@@ -195,6 +321,7 @@ struct BlockedBloomLayout {
   static constexpr std::string_view kName = "ccf::BlockedBloomFilter";
   static constexpr std::uint64_t kGrainBits = 512;  // one 64-byte cache line
   static constexpr unsigned kPositionBits = 1;
+  static constexpr BloomKind kKind = BloomKind::kBlocked;
   static constexpr std::size_t kBlockWords = kGrainBits / 64;
 
   // k minimizing the block-load-averaged FPR at n = capacity. The FPR is unimodal in k, so
@@ -211,20 +338,45 @@ struct BlockedBloomLayout {
     return best;
   }
 
+  // Sequential: each bit set in place. Concurrent: the bits gathered into one mask per word
+  // first, so that a word takes at most one RMW (none where its bits are all set already).
+  template <class Access>
   static void insert(std::uint64_t* words, std::uint64_t bits, unsigned hashes,
                      std::uint64_t hash) noexcept {
     std::uint64_t* block = words + block_index(bits, hash) * kBlockWords;
-    for_each_bit(hashes, hash, [block](std::uint64_t bit) { set_bit(block, bit); });
+    if constexpr (Access::kConcurrent) {
+      std::uint64_t masks[kBlockWords] = {};
+      for_each_bit(hashes, hash, [&masks](std::uint64_t bit) {
+        masks[bit / 64] |= std::uint64_t{1} << bit % 64;
+      });
+      for (std::size_t w = 0; w < kBlockWords; ++w) {
+        if (masks[w] != 0) Access::set_bits(block + w, masks[w]);
+      }
+    } else {
+      for_each_bit(hashes, hash, [block](std::uint64_t bit) { set_bit<Access>(block, bit); });
+    }
   }
 
   // No early exit: after the first word the rest of the line is in L1, and a data-dependent
   // branch would cost more than the few loads it saves.
+  template <class Access>
   static bool contains(const std::uint64_t* words, std::uint64_t bits, unsigned hashes,
                        std::uint64_t hash) noexcept {
     const std::uint64_t* block = words + block_index(bits, hash) * kBlockWords;
     std::uint64_t all = 1;
-    for_each_bit(hashes, hash, [block, &all](std::uint64_t bit) { all &= test_bit(block, bit); });
+    for_each_bit(hashes, hash,
+                 [block, &all](std::uint64_t bit) { all &= test_bit<Access>(block, bit); });
     return all != 0;
+  }
+
+  static void prefetch(const std::uint64_t* words, std::uint64_t bits, unsigned, std::uint64_t hash,
+                       bool for_insert) noexcept {
+    const std::uint64_t* block = words + block_index(bits, hash) * kBlockWords;
+    if (for_insert) {
+      prefetch_line_for_write(block);
+    } else {
+      prefetch_line(block);
+    }
   }
 
   static double fpr(std::uint64_t bits, unsigned hashes, std::uint64_t items) {
@@ -268,6 +420,7 @@ struct CountingBloomLayout {
   static constexpr std::string_view kName = "ccf::CountingBloomFilter";
   static constexpr std::uint64_t kGrainBits = 64;  // 16 counters
   static constexpr unsigned kPositionBits = 4;
+  static constexpr BloomKind kKind = BloomKind::kCounting;
   static constexpr unsigned kSaturated = 15;
 
   static std::uint64_t counters(std::uint64_t bits) noexcept { return bits / kPositionBits; }
@@ -277,52 +430,70 @@ struct CountingBloomLayout {
   }
 
   // Returns how many of the key's counters were saturated (and so left at 15).
+  template <class Access>
   static std::uint64_t insert(std::uint64_t* words, std::uint64_t bits, unsigned hashes,
                               std::uint64_t hash) noexcept {
     const ProbeSequence probe(hash);
     std::uint64_t saturated = 0;
     for (unsigned i = 0; i < hashes; ++i) {
-      const std::uint64_t at = probe(i, counters(bits));
-      const unsigned count = get(words, at);
-      if (count == kSaturated) {
-        ++saturated;
-      } else {
-        set(words, at, count + 1);
-      }
+      saturated += add<Access>(words, probe(i, counters(bits)), 1) == Added::kSaturated;
     }
     return saturated;
   }
 
+  template <class Access>
   static bool contains(const std::uint64_t* words, std::uint64_t bits, unsigned hashes,
                        std::uint64_t hash) noexcept {
     const ProbeSequence probe(hash);
     for (unsigned i = 0; i < hashes; ++i) {
-      if (get(words, probe(i, counters(bits))) == 0) return false;
+      const std::uint64_t at = probe(i, counters(bits));
+      if (get(Access::load(words + at / 16), at) == 0) return false;
     }
     return true;
   }
 
   // Subtracts the key's 1 from each of its unsaturated counters. False, and nothing changed,
   // when some counter holds less than the key put there (a position the key probes twice got 2):
-  // the key is certainly not in the filter.
+  // the key is certainly not in the filter. The check comes first; concurrently a counter can
+  // still fall short between check and subtraction (only when keys are erased that were not
+  // inserted, see the top of this file, 4), and then the counters already taken from get their
+  // share back.
+  template <class Access>
   static bool erase(std::uint64_t* words, std::uint64_t bits, unsigned hashes,
                     std::uint64_t hash) noexcept {
     const ProbeSequence probe(hash);
     std::uint64_t at[kBloomMaxHashes];
     for (unsigned i = 0; i < hashes; ++i) at[i] = probe(i, counters(bits));
     std::sort(at, at + hashes);
-    for (unsigned i = 0; i < hashes;) {
-      unsigned times = 1;
-      while (i + times < hashes && at[i + times] == at[i]) ++times;
-      const unsigned count = get(words, at[i]);
-      if (count != kSaturated && count < times) return false;
-      i += times;
+    // Runs of equal positions: (position, times the key probes it).
+    std::uint64_t where[kBloomMaxHashes];
+    unsigned times[kBloomMaxHashes];
+    unsigned runs = 0;
+    for (unsigned i = 0; i < hashes; ++runs) {
+      where[runs] = at[i];
+      times[runs] = 1;
+      while (i + times[runs] < hashes && at[i + times[runs]] == at[i]) ++times[runs];
+      i += times[runs];
     }
-    for (unsigned i = 0; i < hashes; ++i) {
-      const unsigned count = get(words, at[i]);
-      if (count != kSaturated) set(words, at[i], count - 1);
+    for (unsigned r = 0; r < runs; ++r) {
+      const unsigned count = get(Access::load(words + where[r] / 16), where[r]);
+      if (count != kSaturated && count < times[r]) return false;
+    }
+    for (unsigned r = 0; r < runs; ++r) {
+      if (add<Access>(words, where[r], -static_cast<int>(times[r])) == Added::kShort) {
+        for (unsigned back = 0; back < r; ++back) {
+          add<Access>(words, where[back], static_cast<int>(times[back]));
+        }
+        return false;
+      }
     }
     return true;
+  }
+
+  static void prefetch(const std::uint64_t* words, std::uint64_t bits, unsigned hashes,
+                       std::uint64_t hash, bool for_insert) noexcept {
+    StandardBloomLayout::prefetch_probes(words, counters(bits), hashes, hash, for_insert,
+                                         kPositionBits);
   }
 
   static double fpr(std::uint64_t bits, unsigned hashes, std::uint64_t items) noexcept {
@@ -331,13 +502,30 @@ struct CountingBloomLayout {
   }
 
  private:
-  static unsigned get(const std::uint64_t* words, std::uint64_t at) noexcept {
-    return static_cast<unsigned>(words[at / 16] >> (at % 16 * 4)) & 0xf;
+  // Counter `at` within its word.
+  static unsigned get(std::uint64_t word, std::uint64_t at) noexcept {
+    return static_cast<unsigned>(word >> (at % 16 * 4)) & 0xf;
   }
-  static void set(std::uint64_t* words, std::uint64_t at, unsigned count) noexcept {
+
+  enum class Added { kDone, kSaturated, kShort };
+
+  // Adds delta to counter `at` (clamped at 15), except that a saturated counter stays 15
+  // (kSaturated) and a counter that would fall below 0 stays as it is (kShort).
+  template <class Access>
+  static Added add(std::uint64_t* words, std::uint64_t at, int delta) noexcept {
     const unsigned shift = static_cast<unsigned>(at % 16 * 4);
-    words[at / 16] =
-        (words[at / 16] & ~(std::uint64_t{0xf} << shift)) | (std::uint64_t{count} << shift);
+    Added outcome = Added::kDone;  // set by the last (the successful) call of the lambda
+    Access::update(words + at / 16, [&](std::uint64_t word) -> std::optional<std::uint64_t> {
+      const int count = static_cast<int>(get(word, at));
+      outcome = count == static_cast<int>(kSaturated) ? Added::kSaturated
+                : count + delta < 0                   ? Added::kShort
+                                                      : Added::kDone;
+      if (outcome != Added::kDone) return std::nullopt;
+      const auto next =
+          static_cast<std::uint64_t>(std::min(count + delta, static_cast<int>(kSaturated)));
+      return (word & ~(std::uint64_t{0xf} << shift)) | (next << shift);
+    });
+    return outcome;
   }
 };
 
@@ -386,23 +574,101 @@ inline double bloom_bits_per_item_for_fpr(std::string_view filter, double target
   return bits_per_item;
 }
 
+// The largest bit array a file may announce for `capacity` items: 64 bits per item, rounded
+// up to the grain (what the constructor can make).
+inline bool bloom_bits_plausible(std::uint64_t capacity, std::uint64_t bits, std::uint64_t grain) {
+  return bits != 0 && bits % grain == 0 && bits / 8 <= kBloomMaxBytes &&
+         static_cast<double>(bits) <=
+             std::ceil(static_cast<double>(capacity) * kBloomMaxBitsPerItem) +
+                 static_cast<double>(grain);
+}
+
+// Zeroed, 64-byte aligned words (so that a blocked filter's 512-bit block is one cache line):
+// arrays of 2 MiB and more in a PageBuffer (huge pages), smaller ones from the heap -- a small
+// filter (a scalable filter's first sub-filters, a server key) costs its bytes, not a page.
+class BloomWords {
+ public:
+  BloomWords() = default;
+  explicit BloomWords(std::size_t bytes) : bytes_(bytes) {
+    if (bytes >= PageBuffer::kHugePage) {
+      pages_ = PageBuffer(bytes);
+      words_ = reinterpret_cast<std::uint64_t*>(pages_.data());
+    } else if (bytes != 0) {
+      heap_.reset(static_cast<std::uint64_t*>(::operator new(bytes, kAlign)));
+      words_ = heap_.get();
+      clear();
+    }
+  }
+
+  std::uint64_t* data() noexcept { return words_; }
+  const std::uint64_t* data() const noexcept { return words_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+  void clear() noexcept {
+    if (words_ != nullptr) std::memset(words_, 0, bytes_);
+  }
+
+ private:
+  static constexpr std::align_val_t kAlign{64};
+  struct Free {
+    void operator()(std::uint64_t* words) const noexcept { ::operator delete(words, kAlign); }
+  };
+
+  PageBuffer pages_;
+  std::unique_ptr<std::uint64_t, Free> heap_;
+  std::uint64_t* words_ = nullptr;  // into pages_ or heap_, which keep it across moves
+  std::size_t bytes_ = 0;
+};
+
+// The sequential filters' counters: plain integers.
+class PlainCount {
+ public:
+  void add(std::int64_t delta) noexcept { value_ += delta; }
+  std::uint64_t value() const noexcept { return static_cast<std::uint64_t>(value_); }
+  void reset(std::uint64_t value) noexcept { value_ = static_cast<std::int64_t>(value); }
+
+ private:
+  std::int64_t value_ = 0;
+};
+
+// The concurrent filters' counters: a ShardedCounter (no shared hot line), on the heap so that
+// the filter stays movable.
+class ShardedCount {
+ public:
+  ShardedCount() : slots_(std::make_unique<ShardedCounter>()) {}
+  void add(std::int64_t delta) noexcept { slots_->add(delta); }
+  // A decrement can be summed before the increment it follows: never below 0.
+  std::uint64_t value() const noexcept {
+    return static_cast<std::uint64_t>(std::max<std::int64_t>(0, slots_->value()));
+  }
+  void reset(std::uint64_t value) {
+    slots_ = std::make_unique<ShardedCounter>();
+    slots_->add(static_cast<std::int64_t>(value));
+  }
+
+ private:
+  std::unique_ptr<ShardedCounter> slots_;
+};
+
 }  // namespace detail
 
-// A Bloom filter whose bit layout is given by Layout (see the two aliases below).
-template <class Layout>
+// A Bloom filter whose bit layout is given by Layout and whose word access by Access
+// (detail::PlainWordAccess: sequential; detail::AtomicWordAccess: concurrent; see the aliases
+// below and the top of this file).
+template <class Layout, class Access = detail::PlainWordAccess>
 class BasicBloomFilter {
+  static constexpr bool kCounting = Layout::kKind == detail::BloomKind::kCounting;
+  using Count = std::conditional_t<Access::kConcurrent, detail::ShardedCount, detail::PlainCount>;
+
  public:
   // A filter sized for `capacity` items at `bits_per_item` bits each (rounded up to a whole
   // 64-bit word or 512-bit block). Throws std::invalid_argument for capacity 0, bits_per_item
-  // not in (0, 64], or more than 2^46 bytes; std::bad_alloc when the memory cannot be mapped.
+  // not in (0, 64], or more than 2^46 bytes; std::bad_alloc when the memory cannot be had.
   explicit BasicBloomFilter(std::size_t capacity, double bits_per_item = 10.0,
                             std::uint64_t seed = kDefaultSeed)
-      : capacity_(capacity),
-        bits_(
-            detail::checked_bloom_bits(Layout::kName, capacity, bits_per_item, Layout::kGrainBits)),
-        hashes_(Layout::hash_count(bits_, capacity)),
-        seed_(seed),
-        buffer_(bits_ / 8) {}
+      : BasicBloomFilter(
+            capacity,
+            detail::checked_bloom_bits(Layout::kName, capacity, bits_per_item, Layout::kGrainBits),
+            seed, Shape{}) {}
 
   // A filter whose false-positive rate at `capacity` items is about target_fpr: 1.44 *
   // log2(1 / target_fpr) bits per item. For the blocked layout the rate is somewhat higher
@@ -422,7 +688,7 @@ class BasicBloomFilter {
   Status insert(std::string_view key) noexcept { return insert_hash(hash_key(key, seed_)); }
 
   // False for a key never inserted, except with probability about expected_fpr(); true for
-  // every key inserted since construction or the last clear().
+  // every key inserted since construction or the last clear() (and, counting, not erased).
   [[nodiscard]] bool contains(std::uint64_t key) const noexcept {
     return contains_hash(hash_key(key, seed_));
   }
@@ -434,82 +700,189 @@ class BasicBloomFilter {
   // not erased since (as for every filter that deletes: erasing another key that happens to
   // look present takes from the counters of the keys it collides with, a false negative for
   // them). kNotFound, and nothing changed, when the key is certainly absent.
-  Status erase(std::uint64_t key) noexcept requires requires(std::uint64_t* w) {
-    Layout::erase(w, 0, 0, 0);
+  Status erase(std::uint64_t key) noexcept requires kCounting {
+    return erase_hash(hash_key(key, seed_));
   }
-  { return erase_hash(hash_key(key, seed_)); }
-  Status erase(std::string_view key) noexcept requires requires(std::uint64_t* w) {
-    Layout::erase(w, 0, 0, 0);
+  Status erase(std::string_view key) noexcept requires kCounting {
+    return erase_hash(hash_key(key, seed_));
   }
-  { return erase_hash(hash_key(key, seed_)); }
   // Counting layout only: increments that met a saturated counter (left at 15) so far.
-  std::uint64_t saturations() const noexcept requires requires(std::uint64_t* w) {
-    Layout::erase(w, 0, 0, 0);
+  std::uint64_t saturations() const noexcept requires kCounting { return saturations_.value(); }
+
+  // Inserts every key (Key: std::uint64_t or something that converts to std::string_view);
+  // returns keys.size(). Pipelined: key i + 8 is hashed and its lines prefetched (for writing)
+  // before key i is inserted, so the misses of consecutive inserts overlap. Each insert is
+  // atomic on its own (concurrent filters), the batch is not.
+  template <class Key>
+  std::size_t insert_many(std::span<const Key> keys) noexcept {
+    detail::software_pipeline(
+        keys.size(), [&](std::size_t i) { return stage(keys[i], true); },
+        [&](std::size_t, std::uint64_t hash) {
+          insert_hash(hash);
+          return true;
+        });
+    return keys.size();
   }
-  { return saturations_; }
+
+  // out[i] = contains(keys[i]); returns the number of hits. out must be at least as long as
+  // keys (else std::invalid_argument). Pipelined as insert_many.
+  template <class Key>
+  std::size_t contains_many(std::span<const Key> keys, std::span<bool> out) const {
+    if (out.size() < keys.size()) throw std::invalid_argument("contains_many: output too short");
+    std::size_t hits = 0;
+    detail::software_pipeline(
+        keys.size(), [&](std::size_t i) { return stage(keys[i], false); },
+        [&](std::size_t i, std::uint64_t hash) {
+          out[i] = contains_hash(hash);
+          hits += out[i];
+          return true;
+        });
+    return hits;
+  }
 
   // Inserts since construction or clear(), duplicates included, less erases.
-  std::size_t size() const noexcept { return size_; }
+  std::size_t size() const noexcept { return size_.value(); }
   std::size_t capacity() const noexcept { return capacity_; }
   std::size_t bit_count() const noexcept { return bits_; }
   unsigned hash_count() const noexcept { return hashes_; }
   std::uint64_t seed() const noexcept { return seed_; }
-  // The bit array's bytes (the mapping behind it is rounded up to whole pages).
-  std::size_t memory_bytes() const noexcept { return buffer_.size(); }
+  // The bit array's bytes.
+  std::size_t memory_bytes() const noexcept { return words_.bytes(); }
   // Memory bits per inserted item; per item of capacity while the filter is empty, which is
   // the figure it was built for.
   double bits_per_item() const noexcept {
-    const std::size_t items = size_ != 0 ? size_ : capacity_;
+    const std::size_t items = size() != 0 ? size() : capacity_;
     return 8.0 * static_cast<double>(memory_bytes()) / static_cast<double>(items);
   }
   // The theoretical false-positive rate at the current size() (0 when empty).
-  double expected_fpr() const { return Layout::fpr(bits_, hashes_, size_); }
+  double expected_fpr() const { return Layout::fpr(bits_, hashes_, size()); }
 
-  void clear() noexcept {
-    buffer_.clear();
-    size_ = 0;
-    saturations_ = 0;
+  // Not concurrent with anything.
+  void clear() {
+    words_.clear();
+    size_.reset(0);
+    saturations_.reset(0);
+  }
+
+  // Writes the filter in the Bloom file format (docs/file-format.md); a sequential and a
+  // concurrent filter of one layout write the same bytes. Concurrent filters may save while
+  // inserts run: each word is read atomically, and the file holds some of the concurrent
+  // inserts (a later load answers true for every insert that returned before save began).
+  // Throws std::ios_base::failure.
+  void save(std::ostream& out) const {
+    detail::BloomFileHeader h;
+    h.kind = Layout::kKind;
+    h.capacity = capacity_;
+    h.bits = bits_;
+    h.hashes = hashes_;
+    h.seed = seed_;
+    h.items = size();
+    h.saturations = kCounting ? saturations_.value() : 0;
+    h.payload_bytes = bits_ / 8;
+    const std::string header = h.encode();
+    out.write(header.data(), static_cast<std::streamsize>(header.size()));
+    detail::write_bloom_payload(out, h.payload_bytes,
+                                [this](std::uint64_t at, std::span<std::byte> buffer) {
+                                  const std::uint64_t* word = words_.data() + at / 8;
+                                  for (std::size_t i = 0; i < buffer.size(); i += 8, ++word) {
+                                    const std::uint64_t value = Access::load(word);
+                                    std::memcpy(buffer.data() + i, &value, 8);
+                                  }
+                                });
+  }
+
+  // Reads a filter that save() wrote (by a sequential or concurrent filter of this layout).
+  // Throws FormatError naming what was wrong (docs/file-format.md lists every check); memory
+  // follows the bytes the stream actually holds, whatever the header announces.
+  static BasicBloomFilter load(std::istream& in) {
+    const detail::BloomFileHeader h = detail::BloomFileHeader::read(in, Layout::kKind);
+    if (h.capacity == 0) throw FormatError("corrupted Bloom filter capacity 0");
+    if (!detail::bloom_bits_plausible(h.capacity, h.bits, Layout::kGrainBits)) {
+      throw FormatError("corrupted bit count " + std::to_string(h.bits) + " for capacity " +
+                        std::to_string(h.capacity) + " (a positive multiple of " +
+                        std::to_string(Layout::kGrainBits) + ", at most 64 bits per item)");
+    }
+    if (h.payload_bytes != h.bits / 8) {
+      throw FormatError("payload size does not match the bit count");
+    }
+    if (h.hashes != Layout::hash_count(h.bits, h.capacity)) {
+      throw FormatError("corrupted hash count " + std::to_string(h.hashes) + " (this build uses " +
+                        std::to_string(Layout::hash_count(h.bits, h.capacity)) + " for " +
+                        std::to_string(h.bits) + " bits and capacity " +
+                        std::to_string(h.capacity) + ")");
+    }
+    if (!kCounting && h.saturations != 0) {
+      throw FormatError("corrupted saturation count (not zero in a filter without counters)");
+    }
+    BasicBloomFilter filter = detail::load_bloom_payload(
+        in, h.payload_bytes, [&] { return BasicBloomFilter(h.capacity, h.bits, h.seed, Shape{}); },
+        [](BasicBloomFilter& f, std::uint64_t at, std::span<const std::byte> chunk) {
+          std::memcpy(reinterpret_cast<std::byte*>(f.words_.data()) + at, chunk.data(),
+                      chunk.size());
+        });
+    filter.size_.reset(h.items);
+    filter.saturations_.reset(h.saturations);
+    return filter;
   }
 
  private:
+  struct Shape {};  // tags the constructor that takes the bit count as it is
+  BasicBloomFilter(std::uint64_t capacity, std::uint64_t bits, std::uint64_t seed, Shape)
+      : capacity_(capacity),
+        bits_(bits),
+        hashes_(Layout::hash_count(bits_, capacity)),
+        seed_(seed),
+        words_(bits_ / 8) {}
+
+  template <class Key>
+  std::uint64_t stage(const Key& key, bool for_insert) const noexcept {
+    const std::uint64_t hash = hash_key(key, seed_);
+    Layout::prefetch(words_.data(), bits_, hashes_, hash, for_insert);
+    return hash;
+  }
+
   Status insert_hash(std::uint64_t hash) noexcept {
-    if constexpr (std::is_void_v<decltype(Layout::insert(words(), bits_, hashes_, hash))>) {
-      Layout::insert(words(), bits_, hashes_, hash);
+    if constexpr (kCounting) {
+      const std::uint64_t met =
+          Layout::template insert<Access>(words_.data(), bits_, hashes_, hash);
+      if (met != 0) saturations_.add(static_cast<std::int64_t>(met));
     } else {
-      saturations_ += Layout::insert(words(), bits_, hashes_, hash);
+      Layout::template insert<Access>(words_.data(), bits_, hashes_, hash);
     }
-    ++size_;
+    size_.add(1);
     return Status::kOk;
   }
 
   Status erase_hash(std::uint64_t hash) noexcept {
-    if (!Layout::erase(words(), bits_, hashes_, hash)) return Status::kNotFound;
-    --size_;
+    if (!Layout::template erase<Access>(words_.data(), bits_, hashes_, hash)) {
+      return Status::kNotFound;
+    }
+    size_.add(-1);
     return Status::kOk;
   }
 
   bool contains_hash(std::uint64_t hash) const noexcept {
-    return Layout::contains(words(), bits_, hashes_, hash);
-  }
-
-  // The buffer is page-aligned (so every 512-bit block is one cache line) and holds nothing
-  // but these words.
-  std::uint64_t* words() noexcept { return reinterpret_cast<std::uint64_t*>(buffer_.data()); }
-  const std::uint64_t* words() const noexcept {
-    return reinterpret_cast<const std::uint64_t*>(buffer_.data());
+    return Layout::template contains<Access>(words_.data(), bits_, hashes_, hash);
   }
 
   std::size_t capacity_;
   std::size_t bits_;
   unsigned hashes_;
   std::uint64_t seed_;
-  std::size_t size_ = 0;
-  std::uint64_t saturations_ = 0;  // counting layout: see saturations()
-  detail::PageBuffer buffer_;
+  Count size_;
+  Count saturations_;  // counting layout: see saturations()
+  detail::BloomWords words_;
 };
 
 using BloomFilter = BasicBloomFilter<detail::StandardBloomLayout>;
 using BlockedBloomFilter = BasicBloomFilter<detail::BlockedBloomLayout>;
 using CountingBloomFilter = BasicBloomFilter<detail::CountingBloomLayout>;
+
+using ConcurrentBloomFilter =
+    BasicBloomFilter<detail::StandardBloomLayout, detail::AtomicWordAccess>;
+using ConcurrentBlockedBloomFilter =
+    BasicBloomFilter<detail::BlockedBloomLayout, detail::AtomicWordAccess>;
+using ConcurrentCountingBloomFilter =
+    BasicBloomFilter<detail::CountingBloomLayout, detail::AtomicWordAccess>;
 
 }  // namespace ccf

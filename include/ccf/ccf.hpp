@@ -16,6 +16,7 @@
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
 #include "ccf/lockfree/reclamation.hpp"
 #include "ccf/packed_table.hpp"
+#include "ccf/scalable_bloom_filter.hpp"
 #include "ccf/semi_sorted_table.hpp"
 #include "ccf/status.hpp"
 #include "ccf/sync/access.hpp"
