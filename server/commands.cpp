@@ -18,6 +18,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "server/bf/commands.hpp"
 #include "server/cf/commands.hpp"
 #include "server/snapshot.hpp"
 
@@ -342,6 +343,8 @@ void info(ServerState& server, ClientState&, const Args& args, ReplyWriter& repl
       for (const auto& [key, value] : step->entries) {
         if (const auto* filter = std::get_if<std::shared_ptr<CfFilter>>(&value)) {
           filter_bytes += (*filter)->info().size_bytes;
+        } else if (const auto* bloom = std::get_if<std::shared_ptr<BfFilter>>(&value)) {
+          filter_bytes += (*bloom)->memory_bytes();
         }
       }
       if ((cursor = step->next) == 0) break;
@@ -457,10 +460,12 @@ const std::unordered_map<std::string, Handler>& handlers() {
   return table;
 }
 
-// COMMAND's facts of every command: the CF.* commands' (cf_commands.hpp), then these.
+// COMMAND's facts of every command: the CF.* and BF.* families' (cf/commands.hpp,
+// bf/commands.hpp), then these.
 const std::vector<CommandFacts>& command_facts() {
   static const std::vector<CommandFacts> facts = [] {
     std::vector<CommandFacts> all(kCfCommands.begin(), kCfCommands.end());
+    all.insert(all.end(), kBfCommands.begin(), kBfCommands.end());
     all.insert(all.end(), {
                               {"ping", -1, "fast", 0, 0, 0},
                               {"echo", 2, "fast", 0, 0, 0},
@@ -563,14 +568,18 @@ void execute(ServerState& server, ClientState& client, const std::vector<std::st
     return reply.error("NOAUTH Authentication required.");
   }
   const std::optional<CfCommand> cf_command = find_cf_command(name);
+  const std::optional<BfCommand> bf_command = cf_command ? std::nullopt : find_bf_command(name);
+  const bool in_family = cf_command || bf_command;
   const auto& table = handlers();
-  const auto it = cf_command ? table.end() : table.find(name);
-  if (!cf_command && it == table.end()) return unknown_command(args, reply);
+  const auto it = in_family ? table.end() : table.find(name);
+  if (!in_family && it == table.end()) return unknown_command(args, reply);
   const std::size_t reply_start = out.size();
   try {
+    ServeKeys keys{server.keyspace, client};
     if (cf_command) {
-      ServeKeys keys{server.keyspace, client};
       run(*cf_command, keys, args, reply);
+    } else if (bf_command) {
+      run(*bf_command, keys, args, reply);
     } else {
       it->second(server, client, args, reply);
     }
@@ -587,13 +596,18 @@ void execute(ServerState& server, ClientState& client, const std::vector<std::st
 
 void Pipeline::run(ServerState& server, ClientState& client, std::vector<std::string>& args,
                    std::string& out) {
-  // A CF.EXISTS joins the run when execute() would answer it from the key's filter: three
-  // arguments, from a client that needs no AUTH (execute() answers the others' NOAUTH).
-  const bool joins = args.size() == 3 && (server.password.empty() || client.authenticated) &&
-                     equals_ignoring_case(args[0], "cf.exists");
-  if (!joins || (held_ != 0 && args[1] != key_)) flush(server, client, out);
+  // A CF.EXISTS or BF.EXISTS joins the run when execute() would answer it from the key's
+  // filter: three arguments, from a client that needs no AUTH (execute() answers the others'
+  // NOAUTH).
+  const bool may_join = args.size() == 3 && (server.password.empty() || client.authenticated);
+  const bool bloom = may_join && equals_ignoring_case(args[0], "bf.exists");
+  const bool joins = bloom || (may_join && equals_ignoring_case(args[0], "cf.exists"));
+  if (!joins || (held_ != 0 && (args[1] != key_ || bloom != bloom_))) flush(server, client, out);
   if (!joins) return execute(server, client, args, out);
-  if (held_ == 0) key_ = args[1];
+  if (held_ == 0) {
+    key_ = args[1];
+    bloom_ = bloom;
+  }
   if (items_.size() == held_) items_.emplace_back();
   items_[held_++].swap(args[2]);
   if (held_ == kMaxRun) flush(server, client, out);
@@ -609,8 +623,15 @@ void Pipeline::flush(ServerState& server, ClientState& client, std::string& out)
     std::array<bool, kMaxRun> found{};
     std::copy_n(items_.begin(), count, items.begin());
     ServeKeys keys{server.keyspace, client};
-    if (const auto held = look_up<CfFilter>(keys, key_); held.filter != nullptr) {
-      held.filter->contains_many({items.data(), count}, {found.data(), count});
+    const auto look_up_run = [&](auto held) {
+      if (held.filter != nullptr) {
+        held.filter->contains_many({items.data(), count}, {found.data(), count});
+      }
+    };
+    if (bloom_) {
+      look_up_run(look_up<BfFilter>(keys, key_));
+    } else {
+      look_up_run(look_up<CfFilter>(keys, key_));
     }
     for (std::size_t i = 0; i < count; ++i) reply.boolean(found[i]);
   } catch (const std::exception& error) {  // as execute(): each command of the run fails

@@ -64,8 +64,9 @@ void execute(ServerState& server, ClientState& client, const std::vector<std::st
              std::string& out);
 
 // Runs a client's pipelined commands in order, with the replies execute() gives each, except
-// that a run of consecutive `CF.EXISTS key item` on one key is looked up as one batch
-// (CfFilter::contains_many): the items' cache misses overlap, where commands run one at a time
+// that a run of consecutive `CF.EXISTS key item` (or of `BF.EXISTS key item`) on one key is
+// looked up as one batch (the filter's contains_many): the items' cache misses overlap, where
+// commands run one at a time
 // pay each alone. The run is held back until a command that is not part of it, flush(), or
 // kMaxRun items; the caller flushes before it sends the replies.
 class Pipeline {
@@ -80,6 +81,7 @@ class Pipeline {
 
  private:
   std::string key_;
+  bool bloom_ = false;              // the run is of BF.EXISTS
   std::vector<std::string> items_;  // items_[0, held_): the run's items (capacity kept)
   std::size_t held_ = 0;
 };

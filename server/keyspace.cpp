@@ -158,7 +158,9 @@ bool glob_match(std::string_view pattern, std::string_view text) {
 }
 
 std::string_view type_name(const Value& value) {
-  return std::holds_alternative<std::shared_ptr<CfFilter>>(value) ? kFilterTypeName : "string";
+  if (std::holds_alternative<std::shared_ptr<CfFilter>>(value)) return kCuckooTypeName;
+  if (std::holds_alternative<std::shared_ptr<BfFilter>>(value)) return kBloomTypeName;
+  return "string";
 }
 
 }  // namespace ccf::serve

@@ -1,4 +1,5 @@
-// Keyspace: the named values of `ccf serve` -- cuckoo filters (CfFilter) and plain strings
+// Keyspace: the named values of `ccf serve` -- cuckoo filters (CfFilter), Bloom filters
+// (BfFilter) and plain strings
 // (SET / GET) -- in 64 shards, each a mutex and a hash map. A command holds one shard's mutex
 // only to find, create or drop an entry; it then works on the filter through a shared_ptr, with
 // no keyspace lock held, so commands on one filter run in parallel and DEL or FLUSHALL never
@@ -19,14 +20,17 @@
 #include <variant>
 #include <vector>
 
+#include "server/bf/filter.hpp"
 #include "server/cf/filter.hpp"
 
 namespace ccf::serve {
 
-using Value = std::variant<std::shared_ptr<CfFilter>, std::shared_ptr<const std::string>>;
+using Value = std::variant<std::shared_ptr<CfFilter>, std::shared_ptr<BfFilter>,
+                           std::shared_ptr<const std::string>>;
 
-// RedisBloom's type name, answered by TYPE and matched by SCAN ... TYPE.
-inline constexpr std::string_view kFilterTypeName = "MBbloomCF";
+// RedisBloom's type names, answered by TYPE and matched by SCAN ... TYPE.
+inline constexpr std::string_view kCuckooTypeName = "MBbloomCF";
+inline constexpr std::string_view kBloomTypeName = "MBbloom--";
 
 class Keyspace {
  public:

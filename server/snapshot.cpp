@@ -19,7 +19,7 @@ namespace ccf::serve {
 namespace {
 
 constexpr std::string_view kMagic = "CCFSNAP1";
-constexpr std::uint8_t kFilterEntry = 1, kStringEntry = 2;
+constexpr std::uint8_t kCuckooEntry = 1, kStringEntry = 2, kBloomEntry = 3;
 static_assert(std::endian::native == std::endian::little, "snapshots are little-endian");
 
 [[noreturn]] void fail(const std::filesystem::path& file, const std::string& what) {
@@ -130,16 +130,20 @@ void save_snapshot(const Keyspace& keyspace, const std::filesystem::path& file) 
     out.bytes(kMagic);
     out.value<std::uint64_t>(entries.size());
     for (const auto& [key, value] : entries) {
-      if (const auto* filter = std::get_if<std::shared_ptr<CfFilter>>(&value)) {
-        const std::shared_ptr<const CfFilter::Dump> dump =
-            (*filter)->dump(CfFilter::DumpUse::kSnapshot);
-        out.value<std::uint8_t>(kFilterEntry);
+      // A filter: its dump's header, then its blobs as one data field.
+      const auto filter_entry = [&](std::uint8_t type, const auto& dump) {
+        out.value<std::uint8_t>(type);
         out.sized(key);
         out.sized(dump->header);
         std::uint64_t data_size = 0;
         for (const std::string& blob : dump->blobs) data_size += blob.size();
         out.value<std::uint64_t>(data_size);
         for (const std::string& blob : dump->blobs) out.bytes(blob);
+      };
+      if (const auto* filter = std::get_if<std::shared_ptr<CfFilter>>(&value)) {
+        filter_entry(kCuckooEntry, (*filter)->dump(CfFilter::DumpUse::kSnapshot));
+      } else if (const auto* bloom = std::get_if<std::shared_ptr<BfFilter>>(&value)) {
+        filter_entry(kBloomEntry, (*bloom)->dump());
       } else {
         out.value<std::uint8_t>(kStringEntry);
         out.sized(key);
@@ -190,12 +194,18 @@ void load_snapshot_bytes(Keyspace& keyspace, std::string_view bytes,
   for (std::uint64_t i = 0; i < count; ++i) {
     const auto type = reader.value<std::uint8_t>();
     std::string key(reader.sized());
-    if (type == kFilterEntry) {
+    // A filter entry: its dump's header and data, restored by the family's own loader.
+    const auto restored = [&](auto restore) -> Value {
       const std::string_view header = reader.sized();
       const std::string_view data = reader.sized();
-      std::shared_ptr<CfFilter> filter = CfFilter::restore(header, data);
+      auto filter = restore(header, data);
       if (!filter) fail(file, "filter '" + key + "' does not load");
-      entries.emplace_back(std::move(key), std::move(filter));
+      return std::shared_ptr(std::move(filter));
+    };
+    if (type == kCuckooEntry) {
+      entries.emplace_back(std::move(key), restored(&CfFilter::restore));
+    } else if (type == kBloomEntry) {
+      entries.emplace_back(std::move(key), restored(&BfFilter::restore));
     } else if (type == kStringEntry) {
       entries.emplace_back(std::move(key), std::make_shared<const std::string>(reader.sized()));
     } else {

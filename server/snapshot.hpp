@@ -2,8 +2,9 @@
 //
 // File format, little-endian, one file per server (docs/server.md):
 //   "CCFSNAP1", entries u64, then per entry:
-//     type u8 (1: cuckoo filter, 2: string), key length u64, key,
-//     filter: header length u64, header, data length u64, data   (CfFilter's dump format)
+//     type u8 (1: cuckoo filter, 2: string, 3: Bloom filter), key length u64, key,
+//     filter: header length u64, header, data length u64, data   (CfFilter's or BfFilter's
+//             dump format)
 //     string: length u64, bytes
 //   then the XXH3 checksum (u64) of every byte before it.
 // A snapshot is written to NAME.tmp (created exclusively, never through a link), fsynced, renamed

@@ -13,7 +13,8 @@
 //            LoadUnsigned, SaveStringBuffer, LoadStringBuffer, EmitAOF, Log, LogIOError,
 //            DigestAddStringBuffer, DigestEndSequence, Free, GetContextFlags
 //   6.0      IsIOError, GetServerVersion, IsModuleNameBusy (6.0.9)
-//   7.0      ReplyWithMap, ReplyWithBool
+//   7.0      ReplyWithMap, ReplyWithBool, RegisterStringConfig, RegisterNumericConfig,
+//            LoadConfigs (with CreateString and FreeString of 4.0 for their values)
 // The data type's methods use the layout of method version 3 (Redis 6.0: free_effort, unlink,
 // copy, defrag after the version-1 and -2 fields); Redis reads no field past the version given.
 #pragma once
@@ -44,6 +45,15 @@ inline constexpr int kCtxFlagsResp3 = 1 << 22;
 inline constexpr int kVersion7_0 = 0x00070000;
 
 using CommandFunction = int (*)(Ctx*, String**, int);
+
+// Module configs (Redis 7.0): CONFIG GET and SET of "<module>.<name>". A setter answers kOk, or
+// kErr with *error set to a string Redis frees; a string getter's value stays the module's.
+using StringConfigGet = String* (*)(const char* name, void* data);
+using StringConfigSet = int (*)(const char* name, String* value, void* data, String** error);
+using NumericConfigGet = long long (*)(const char* name, void* data);
+using NumericConfigSet = int (*)(const char* name, long long value, void* data, String** error);
+using ConfigApply = int (*)(Ctx*, void* data, String** error);
+inline constexpr unsigned kConfigDefault = 0;
 
 struct TypeMethods {
   std::uint64_t version;
@@ -99,6 +109,14 @@ struct Api {
   void (*DigestAddStringBuffer)(Digest*, const char* data, std::size_t length);
   void (*DigestEndSequence)(Digest*);
   void (*Free)(void* pointer);
+  String* (*CreateString)(Ctx*, const char* data, std::size_t length);
+  void (*FreeString)(Ctx*, String*);
+  int (*RegisterStringConfig)(Ctx*, const char* name, const char* default_value, unsigned flags,
+                              StringConfigGet, StringConfigSet, ConfigApply, void* data);
+  int (*RegisterNumericConfig)(Ctx*, const char* name, long long default_value, unsigned flags,
+                               long long min, long long max, NumericConfigGet, NumericConfigSet,
+                               ConfigApply, void* data);
+  int (*LoadConfigs)(Ctx*);
 };
 inline Api api{};
 
@@ -148,6 +166,11 @@ inline std::string_view resolve(Ctx* ctx) {
       {"RedisModule_DigestAddStringBuffer", &api.DigestAddStringBuffer},
       {"RedisModule_DigestEndSequence", &api.DigestEndSequence},
       {"RedisModule_Free", &api.Free},
+      {"RedisModule_CreateString", &api.CreateString},
+      {"RedisModule_FreeString", &api.FreeString},
+      {"RedisModule_RegisterStringConfig", &api.RegisterStringConfig},
+      {"RedisModule_RegisterNumericConfig", &api.RegisterNumericConfig},
+      {"RedisModule_LoadConfigs", &api.LoadConfigs},
   };
   // GetApi needs NUL-terminated names: every literal above is one.
   for (const Entry& entry : entries) {

@@ -1,10 +1,11 @@
 // ccf-redis.so's RedisModule_OnLoad against a fake server (the module is dlopen()ed and handed
-// a context whose RedisModule_GetApi is this file's): on a Redis 7 API it registers its data
-// type and every CF.* command with the flags and key positions of serve/cf_commands.hpp; it
-// refuses to load, with a log line that says why, where the API lacks a call it needs, where
-// the server is older than 7.0, beside a second copy of itself, and where a CF.* command
-// exists already (another module of CF.* commands, such as RedisBloom). Debian's 7.0 server
-// cannot show the first two cases; module_test.py shows the last two on a real one.
+// a context whose RedisModule_GetApi is this file's): on a Redis 7 API it registers its two data
+// types, its three bf-* configs and every CF.* and BF.* command with the flags and key positions
+// of server/cf/commands.hpp and server/bf/commands.hpp; it refuses to load, with a log line that
+// says why, where the API lacks a call it needs, where the server is older than 7.0, beside a
+// second copy of itself, and where a CF.* or BF.* command exists already (another module of
+// those commands, such as RedisBloom). Debian's 7.0 server cannot show the first two cases;
+// module_test.py shows the last two on a real one.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "redis_module_api.hpp"
+#include "server/bf/commands.hpp"
 #include "server/cf/commands.hpp"
 
 namespace {
@@ -35,8 +37,9 @@ struct FakeServer {
   std::set<std::string> taken;  // command names that exist already
   std::vector<std::string> log;
   std::vector<Registered> commands;
-  redis::TypeMethods methods{};
-  std::string type_name;
+  std::vector<std::pair<std::string, redis::TypeMethods>> types;  // name, methods
+  std::vector<std::string> configs;
+  bool configs_loaded = false;
   int type_tag = 0;
 };
 FakeServer* fake = nullptr;
@@ -57,9 +60,24 @@ int module_name_busy(const char*) {
 }
 void set_module_attribs(redis::Ctx*, const char*, int, int) {}
 redis::Type* create_data_type(redis::Ctx*, const char* name, int, redis::TypeMethods* methods) {
-  fake->type_name = name;
-  fake->methods = *methods;
+  fake->types.emplace_back(name, *methods);
   return reinterpret_cast<redis::Type*>(&fake->type_tag);
+}
+int register_string_config(redis::Ctx*, const char* name, const char*, unsigned,
+                           redis::StringConfigGet, redis::StringConfigSet, redis::ConfigApply,
+                           void*) {
+  fake->configs.emplace_back(name);
+  return redis::kOk;
+}
+int register_numeric_config(redis::Ctx*, const char* name, long long, unsigned, long long,
+                            long long, redis::NumericConfigGet, redis::NumericConfigSet,
+                            redis::ConfigApply, void*) {
+  fake->configs.emplace_back(name);
+  return redis::kOk;
+}
+int load_configs(redis::Ctx*) {
+  fake->configs_loaded = true;
+  return redis::kOk;
 }
 int create_command(redis::Ctx*, const char* name, redis::CommandFunction, const char* flags,
                    int first_key, int last_key, int step) {
@@ -81,6 +99,9 @@ int get_api(const char* name, void* slot) {
       {"RedisModule_SetModuleAttribs", reinterpret_cast<void*>(&set_module_attribs)},
       {"RedisModule_CreateDataType", reinterpret_cast<void*>(&create_data_type)},
       {"RedisModule_CreateCommand", reinterpret_cast<void*>(&create_command)},
+      {"RedisModule_RegisterStringConfig", reinterpret_cast<void*>(&register_string_config)},
+      {"RedisModule_RegisterNumericConfig", reinterpret_cast<void*>(&register_numeric_config)},
+      {"RedisModule_LoadConfigs", reinterpret_cast<void*>(&load_configs)},
   };
   const auto it = calls.find(name);
   *static_cast<void**>(slot) =
@@ -125,24 +146,33 @@ class ModuleLoad : public ::testing::Test {
   OnLoad on_load_ = nullptr;
 };
 
-TEST_F(ModuleLoad, RegistersItsTypeAndEveryCfCommandOnRedis7) {
+TEST_F(ModuleLoad, RegistersItsTypesConfigsAndEveryCommandOnRedis7) {
   ASSERT_EQ(load(), redis::kOk);
   EXPECT_TRUE(server_.log.empty());
-  EXPECT_EQ(server_.type_name, "ccfCuckoo");
-  EXPECT_EQ(server_.methods.version, redis::kTypeMethodsVersion);
-  EXPECT_NE(server_.methods.rdb_load, nullptr);
-  EXPECT_NE(server_.methods.rdb_save, nullptr);
-  EXPECT_NE(server_.methods.aof_rewrite, nullptr);
-  EXPECT_NE(server_.methods.mem_usage, nullptr);
-  EXPECT_NE(server_.methods.digest, nullptr);
-  EXPECT_NE(server_.methods.free, nullptr);
-  EXPECT_NE(server_.methods.copy, nullptr);
-  ASSERT_EQ(server_.commands.size(), ccf::serve::kCfCommands.size());
+  ASSERT_EQ(server_.types.size(), 2u);
+  EXPECT_EQ(server_.types[0].first, "ccfCuckoo");
+  EXPECT_EQ(server_.types[1].first, "ccfBloom-");
+  for (const auto& [name, methods] : server_.types) {
+    EXPECT_EQ(methods.version, redis::kTypeMethodsVersion) << name;
+    EXPECT_NE(methods.rdb_load, nullptr) << name;
+    EXPECT_NE(methods.rdb_save, nullptr) << name;
+    EXPECT_NE(methods.aof_rewrite, nullptr) << name;
+    EXPECT_NE(methods.mem_usage, nullptr) << name;
+    EXPECT_NE(methods.digest, nullptr) << name;
+    EXPECT_NE(methods.free, nullptr) << name;
+    EXPECT_NE(methods.copy, nullptr) << name;
+  }
+  EXPECT_EQ(server_.configs,
+            (std::vector<std::string>{"bf-error-rate", "bf-initial-size", "bf-expansion-factor"}));
+  EXPECT_TRUE(server_.configs_loaded);
+  std::vector<ccf::serve::CommandFacts> expected(ccf::serve::kCfCommands.begin(),
+                                                 ccf::serve::kCfCommands.end());
+  expected.insert(expected.end(), ccf::serve::kBfCommands.begin(), ccf::serve::kBfCommands.end());
+  ASSERT_EQ(server_.commands.size(), expected.size());
   for (std::size_t i = 0; i < server_.commands.size(); ++i) {
-    const ccf::serve::CommandFacts& facts = ccf::serve::kCfCommands[i];
     const Registered& got = server_.commands[i];
-    EXPECT_EQ(got.name, facts.name);
-    EXPECT_EQ(got.flags, facts.flags) << got.name;
+    EXPECT_EQ(got.name, expected[i].name);
+    EXPECT_EQ(got.flags, expected[i].flags) << got.name;
     EXPECT_EQ(got.first_key, 1) << got.name;
     EXPECT_EQ(got.last_key, 1) << got.name;
     EXPECT_EQ(got.step, 1) << got.name;
@@ -171,6 +201,11 @@ TEST_F(ModuleLoad, RefusesASecondCopyOfItself) {
 TEST_F(ModuleLoad, RefusesBesideAnotherModuleOfCfCommands) {
   server_.taken = {"cf.exists"};
   expect_refusal("the command CF.EXISTS exists already");
+}
+
+TEST_F(ModuleLoad, RefusesBesideAnotherModuleOfBfCommands) {
+  server_.taken = {"bf.add"};
+  expect_refusal("the command BF.ADD exists already");
 }
 
 TEST_F(ModuleLoad, RefusesQuietlyWhenEvenLoggingIsMissing) {
