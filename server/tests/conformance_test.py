@@ -1511,11 +1511,11 @@ class GenericCommandTest(ServerTest):
 
     def test_case_58_unknown_command(self):
         """`NOSUCH a b` → `ERR unknown command 'NOSUCH', with args beginning with: 'a' 'b' `;
-        `BF.ADD k v` → `ERR unknown command 'BF.ADD', with args beginning with: 'k' 'v' `."""
+        `TOPK.ADD k v` → `ERR unknown command 'TOPK.ADD', with args beginning with: 'k' 'v' `."""
         self.assertCmd(self.c, Err("ERR unknown command 'NOSUCH', with args beginning with: "
                                    "'a' 'b' "), "NOSUCH", "a", "b")
-        self.assertCmd(self.c, Err("ERR unknown command 'BF.ADD', with args beginning with: "
-                                   "'k' 'v' "), "BF.ADD", "k", "v")
+        self.assertCmd(self.c, Err("ERR unknown command 'TOPK.ADD', with args beginning with: "
+                                   "'k' 'v' "), "TOPK.ADD", "k", "v")
         self.assertCmd(self.c, Err("ERR unknown command 'nosuch', with args beginning with: "),
                        "nosuch")
 
