@@ -1,6 +1,7 @@
 // What is particular to ClhtLb (include/ccf/tables/clht_lb.hpp): its reserved key, and an
 // allocation failure inside an insert. The contract it shares with every table (model, churn
-// through resizes, linearizability) is tested in hash_table_contract_test.cpp.
+// through resizes, linearizability) is tested in hash_table_contract_test.cpp, its resize in
+// clht_resize_test.cpp.
 #include "ccf/tables/clht_lb.hpp"
 
 #include <gtest/gtest.h>
@@ -55,7 +56,8 @@ void* operator new(std::size_t size) {
   throw std::bad_alloc();
 }
 // Out of line, so that GCC does not see free() inlined into a delete of new's memory and take
-// it for a mismatched pair (-Wmismatched-new-delete): the pairs here are malloc and free.
+// it for a mismatched pair (-Wmismatched-new-delete): the pairs here are malloc and free (and
+// aligned_alloc and free).
 [[gnu::noinline]] void operator delete(void* p) noexcept {
   std::free(p);
 }
@@ -68,10 +70,10 @@ void* operator new(std::size_t size, std::align_val_t alignment) {
   if (void* p = std::aligned_alloc(align, (size + align - 1) / align * align)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p, std::align_val_t) noexcept {
+[[gnu::noinline]] void operator delete(void* p, std::align_val_t) noexcept {
   std::free(p);
 }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+[[gnu::noinline]] void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
   std::free(p);
 }
 
@@ -151,7 +153,7 @@ TEST(ClhtLb, AFailedAllocationLeavesNoLockHeld) {
 }
 
 // Whether every key of [1, n] maps to its value (key * 7) and an erase and re-insert of each
-// finishes in bounded time, on another thread: a head left migrated would hold its chain's
+// finishes in bounded time, on another thread: a head left locked would hold its chain's
 // updates for good.
 void expect_every_key_updatable(ClhtLb& table, std::uint64_t n) {
   for (std::uint64_t key = 1; key <= n; ++key) ASSERT_EQ(table.find(key), key * 7) << key;
@@ -160,15 +162,16 @@ void expect_every_key_updatable(ClhtLb& table, std::uint64_t n) {
       EXPECT_EQ(table.erase(key), Status::kOk);
       EXPECT_EQ(table.insert(key, key * 7), Status::kOk);
     }
-  })) << "updates after a failed resize did not finish: a head was left migrated";
+  })) << "updates after a failed resize did not finish: a head was left locked";
   EXPECT_EQ(table.size(), n);
 }
 
 // A resize whose copy cannot allocate an overflow bucket (reserve() here) throws std::bad_alloc
-// and leaves the table as it was: same buckets, every item, and every chain open to updates.
-// The copy needs heap buckets: 600 items in 20 heads need about 180 overflow buckets, and the
-// new table's pool has 20.
-TEST(ClhtLb, AResizeThatCannotAllocateChangesNothing) {
+// and loses nothing: the table stays current (same buckets, no resize counted) with every item
+// and every chain open to updates; the migration it began goes on with those updates, and a
+// later reserve() completes it. The copy needs heap buckets: 600 items in 20 heads need about
+// 180 overflow buckets, and the new table's pool has 20.
+TEST(ClhtLb, AResizeThatCannotAllocateLosesNothing) {
   constexpr std::uint64_t kItems = 600;
   ClhtLb table(30);  // 10 heads
   insert_without_resizes(table, 1, kItems);
@@ -177,7 +180,7 @@ TEST(ClhtLb, AResizeThatCannotAllocateChangesNothing) {
   const std::uint64_t resizes = table.resizes();
   bool threw = false;
   {
-    const FailingAllocations copy_fails(kUnlimited, 5);  // the new table, then 5 heap buckets
+    const FailingAllocations copy_fails(kUnlimited, 5);  // the migration, then 4 heap buckets
     try {
       table.reserve(60);  // 20 heads
     } catch (const std::bad_alloc&) {
@@ -187,9 +190,11 @@ TEST(ClhtLb, AResizeThatCannotAllocateChangesNothing) {
   EXPECT_TRUE(threw);
   EXPECT_EQ(table.bucket_count(), buckets);
   EXPECT_EQ(table.resizes(), resizes);
+  EXPECT_TRUE(table.resizing());
   expect_every_key_updatable(table, kItems);
-  table.reserve(60);  // with memory, the same resize succeeds
+  table.reserve(60);  // with memory, the same resize completes
   EXPECT_GT(table.bucket_count(), buckets);
+  EXPECT_FALSE(table.resizing());
   expect_every_key_updatable(table, kItems);
 }
 

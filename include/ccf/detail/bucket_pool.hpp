@@ -53,6 +53,9 @@ class BucketPool {
     return std::min(used_.load(std::memory_order_relaxed), capacity_);
   }
   std::size_t memory_bytes() const noexcept { return used() * sizeof(Bucket); }
+  // Hands the buckets' pages back (PageBuffer::discard): they read as zeros from now on. For a
+  // table no thread updates any more, whose late readers cope with zeros.
+  bool discard() noexcept { return storage_.discard(); }
 
  private:
   std::uint64_t capacity_;

@@ -31,7 +31,7 @@ class PageBuffer {
     if (bytes == 0) return;
     if (bytes < kHeapBelow) {
       mapped_size_ = (bytes + kLine - 1) & ~(kLine - 1);
-      data_ = static_cast<std::byte*>(::operator new(mapped_size_, std::align_val_t{kLine}));
+      data_ = static_cast<std::byte*>(::operator new (mapped_size_, std::align_val_t{kLine}));
       std::memset(data_, 0, mapped_size_);
       return;
     }
@@ -67,7 +67,7 @@ class PageBuffer {
     if (mapping_ != nullptr) {
       ::munmap(mapping_, mapped_size_);
     } else if (data_ != nullptr) {
-      ::operator delete(data_, std::align_val_t{kLine});
+      ::operator delete (data_, std::align_val_t{kLine});
     }
   }
 
@@ -86,6 +86,13 @@ class PageBuffer {
   std::size_t reserved_bytes() const noexcept { return mapped_size_; }
   // True when the kernel accepted the huge-page advice for this buffer.
   bool huge_pages_advised() const noexcept { return huge_; }
+
+  // Hands the pages back to the system and keeps the address range, which reads as zeros from now
+  // on (MADV_DONTNEED on a private anonymous mapping): for a table whose late readers may still
+  // load from it (tables/basic_clht.hpp, M6). False, changing nothing, for a buffer from the heap.
+  bool discard() noexcept {
+    return mapping_ != nullptr && ::madvise(mapping_, mapped_size_, MADV_DONTNEED) == 0;
+  }
 
   void clear() noexcept {
     if (data_ != nullptr) std::memset(data_, 0, size_);

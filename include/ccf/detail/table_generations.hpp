@@ -1,8 +1,9 @@
 // The tables a resizable hash map has had (tables/basic_clht.hpp, tables/clht_lf.hpp,
-// tables/cuckoo_map.hpp): the current one and every older one, kept until the map is destroyed
-// instead of a grace period -- lookups never announce themselves, so one may still be reading an
-// old table. Each table is twice the one before, so the old ones together are smaller than the
-// current one. Also what resizing has cost.
+// tables/cuckoo_map.hpp, tables/hopscotch_map.hpp): the current one and every older one, kept
+// until the map is destroyed instead of a grace period -- lookups never announce themselves, so
+// one may still be reading an old table. Each table is twice the one before, so the old ones
+// together are smaller than the current one. (BasicClht hands an old table's pages back once its
+// migration is done, keeping only the Table object: see its M6.) Also what resizing has cost.
 #pragma once
 
 #include <atomic>
@@ -37,16 +38,24 @@ class TableGenerations {
     tables_.reserve(tables_.size() + 1);
   }
 
+  // Holds `next` (until the map goes) without making it current: a table a migration fills
+  // before it is published. May throw std::bad_alloc (never after make_room()); `next` is then
+  // freed and nothing is held.
+  Table* keep(std::unique_ptr<Table> next) {
+    const std::lock_guard guard(tables_lock_);
+    tables_.push_back(std::move(next));
+    return tables_.back().get();
+  }
+
   // Makes `next` the current table. Release: everything written into it before is seen by whoever
   // loads it. `start`: when the resize that built it began. Strong guarantee: if keeping `next`
-  // throws (std::bad_alloc; never after make_room()), nothing is published and `next` still owns
-  // the table.
+  // throws (std::bad_alloc; never after make_room()), nothing is published and `next` is freed.
   void publish(std::unique_ptr<Table> next, std::chrono::steady_clock::time_point start) {
-    {
-      const std::lock_guard guard(tables_lock_);
-      tables_.push_back(std::move(next));
-      current_.store(tables_.back().get(), std::memory_order_release);
-    }
+    publish(keep(std::move(next)), start);
+  }
+  // The same for a table already kept; never throws.
+  void publish(Table* kept, std::chrono::steady_clock::time_point start) noexcept {
+    current_.store(kept, std::memory_order_release);
     resizes_.fetch_add(1, std::memory_order_relaxed);
     resize_ns_.fetch_add(
         static_cast<std::uint64_t>(

@@ -1,8 +1,8 @@
 // BasicClht<Writers>: the cache-line hash table of David, Guerraoui and Trigonakis
 // ("Asynchronized concurrency: the secret to scaling concurrent search data structures", ASPLOS
-// 2015) with lock-based updates: a map from non-zero 64-bit keys to 64-bit values where a lookup
-// touches one cache line and never writes, waits or retries. How updates exclude each other is
-// the Writers policy:
+// 2015) with lock-based updates and a cooperative, incremental resize: a map from non-zero 64-bit
+// keys to 64-bit values where a lookup touches one cache line (two while a resize forwards it)
+// and never writes or waits. How updates exclude each other is the Writers policy:
 //
 //   ClhtLb       clht::BucketLocks         a lock per head bucket (CLHT-lb)      clht_lb.hpp
 //   HtmClht<E>   clht::GlobalElided<E>     ONE lock for the table, elided with   htm_clht.hpp
@@ -11,69 +11,130 @@
 //
 // A Writers policy provides
 //   static constexpr std::string_view kName;         the table's name in error messages
-//   update(current, h, f)      f(head, table) on h's chain of the current table, exclusive with
-//                              every other update of that chain and with a migration of it
-//   migrate(from, copy, publish)   copy(head) for every chain of `from`, then publish(), with no
-//                              update of a copied chain before publish() (a migrated chain's
-//                              updates wait, then retry in the new table); if copy or publish
-//                              throws, every chain is open to updates again, and it rethrows
+//   update(tables, h, f)       f(head, table) on h's chain, in the table that holds it (from
+//                              tables.current(), a head whose lock word reads kMigrated is
+//                              followed to table->successor()), exclusive with every other
+//                              update of that chain and with its migration
+//   migrate(head, copy)        copy(head) exclusive with the head's updates, then the head's lock
+//                              word set to kMigrated (release); clht::Migrate says what happened
+//                              (a head held by an update may be skipped: kBusy). copy never
+//                              throws; false means it wrote nothing and needs heap buckets
 //   speculative()              whether sections run as hardware transactions
-// The lookups and the slot protocol below are the same under every policy.
+//   migration_step()           optional: called between two heads a migration takes (tests
+//                              suspend a thread there)
+// The lookups, the slot protocol and the migration below are the same under every policy.
 //
 // Layout: an array of m buckets (any m: the index is reduce_range(h, m), not a mask), one 64-byte
 // line each, plus overflow buckets chained from it:
 //
 //   | lock (8) | key0 key1 key2 (24) | val0 val1 val2 (24) | next (8) |     key 0: empty slot
 //
-// Overflow buckets come from the table's pool (detail/bucket_pool.hpp: room for m, reserved
-// with the table on huge pages, taken inside the section, never throwing), and from the heap
-// only once the pool is used up. A heap bucket sits on an ordinary page among other
-// allocations (a lookup that follows the chain may pay a page walk besides its miss) and costs
-// a chaining insert an aligned allocation; the pool made CLHT-lb 1.2-1.3x faster at u = 10%
-// (docs/benchmarks.md).
+// The head's first word is its lock (bucket-lock policies) and, for every policy, its forwarding
+// mark: kMigrated (0) once its chain was copied into the next table. Overflow buckets come from
+// the table's pool (detail/bucket_pool.hpp: room for m, reserved with the table on huge pages,
+// taken inside the section, never throwing), and from the heap only once the pool is used up. A
+// heap bucket sits on an ordinary page among other allocations (a lookup that follows the chain
+// may pay a page walk besides its miss) and costs a chaining insert an aligned allocation; the
+// pool made CLHT-lb 1.2-1.3x faster at u = 10% (docs/benchmarks.md).
 // Under RTM (HtmClht), a section that takes a pool bucket writes the pool's shared counter and
 // may touch a fresh page, either of which can abort it; it then ends under the policy's
 // fallback lock. Such sections are rare: only an insert into a full chain takes a bucket.
 //
 // Operations (h = mix64(key): CLHT indexes with the raw key; mixed, adversarial or strided keys
 // cannot pile into one chain):
-//   find    no lock, no store: for each slot of the chain, read key, value, key again; the key
-//           unchanged means the value belongs to it (the atomic snapshot of key + value). A slot
-//           whose key is not ours is skipped. (ASCY 1-4: searches do not write, wait or retry.)
+//   find    no lock, no store: in the table that holds h's chain (M4), for each slot of the
+//           chain, read key, value, key again; the key unchanged means the value belongs to it
+//           (the atomic snapshot of key + value). A slot whose key is not ours is skipped.
+//           (ASCY 1-4: searches do not write or wait.)
 //   contains  find without the value: each bucket's three keys compared at once (Bucket::holds).
 //   insert  a key contains() sees present is refused (kExists) without update(): a failed
-//           update writes nothing (ASCY 3). Else under update() of the head's chain (the head
-//           guards its whole chain); refuse if the key is present now (kExists); else write the
-//           value, then the key (release) into the first empty slot, or into a new overflow
-//           bucket linked last (release).
-//   erase   a key contains() sees absent is kNotFound without update(); else under update();
-//           clear the key (release). Values are never cleared.
+//           update writes nothing (ASCY 3). Else (after its share of a migration under way, M3)
+//           under update() of the head's chain (the head guards its whole chain); refuse if the
+//           key is present now (kExists); else write the value, then the key (release) into the
+//           first empty slot, or into a new overflow bucket linked last (release).
+//   erase   a key contains() sees absent is kNotFound without update(); else as insert, under
+//           update(): clear the key (release). Values are never cleared.
 //   insert_or_assign: as insert, always under update(): a present key's value is overwritten
 //           (a reader sees the old or the new value, never a torn one: values are single atomic
 //           words).
 //
 // Sizing: a table built for n items gets ceil(n / 3) buckets -- every slot used at n, the excess
 // of the fuller buckets in overflow buckets -- so at half that load (how benchmarks size it) it
-// spends about 43 bytes of head bucket and 4 of overflow per item. Resize (double and rehash)
-// when an insert had to chain a new overflow bucket and the table then holds more than 3 items
-// per bucket on average -- never on one chain's length alone (the reference design resizes on a
-// single overflow, which livelocks when hashes collide). One thread at a time (a try-lock; others
-// just go on) copies every bucket into a table twice as large, through migrate(): bucket locks
-// lock each old head for good while it is copied (lock word kMigrated), a global lock holds the
-// whole copy; updates of a copied chain wait until the new table is published and then retry
-// there; lookups go on in
-// the old table, whose contents no longer change, so a lookup that started before the
-// publication answers as of a moment inside its own run. Old tables are kept until the map is
-// destroyed (they are smaller than the current one together, so the map never holds more than
-// twice its current table) instead of a grace period: readers may still be inside them.
+// spends about 43 bytes of head bucket and 4 of overflow per item. Resize (double) when an insert
+// had to chain a new overflow bucket and the table then holds more than 3 items per bucket on
+// average -- never on one chain's length alone (the reference design resizes on a single
+// overflow, which livelocks when hashes collide).
+//
+// Resize: no thread waits for one; the threads that update meanwhile do its work, a chunk each,
+// as Java's ConcurrentHashMap and growt (Maier, Sanders, Dementiev, "Concurrent hash tables: fast
+// and general(?)!", TOPC 2019) migrate:
+//   M1  Begin. The inserting thread that crosses the threshold, if it gets resize_lock_ (a
+//       try-lock: others go on), allocates the table twice as large (its heads not yet built)
+//       and the per-chunk counters, then stores the old table's `migration` pointer (release;
+//       loaded with acquire). Only the current table begins one, and only once: a table becomes
+//       current when its own migration into it is complete, so at most two tables take
+//       updates at any time, and successor() of a forwarded head is never null (its migration
+//       pointer was stored before any head was migrated, and the kMigrated read that led there
+//       was an acquire of a store made after).
+//   M2  One head. Writers::migrate takes old head i as an update would (its lock kFree ->
+//       kLocked, or the global lock), copies its chain into new heads 2i and 2i + 1 -- doubling
+//       with reduce_range maps old head i onto exactly those two, so no two copies share a new
+//       chain and copies need no lock in the new table -- constructing them first, then stores
+//       kMigrated (release). Nobody reads or updates new heads 2i, 2i + 1 before reading old
+//       head i as kMigrated (M4), so the copy's relaxed stores are published by that one
+//       release. Invariant: every key with hash h is in the chain of the OLDEST table held
+//       whose head for h is not kMigrated (its "holder"); a kMigrated head never changes again.
+//       The copy first counts what it must chain and sets the buckets aside (Spares): from the
+//       new pool, else it returns false and the heap buckets are allocated with no lock held
+//       before the head is tried again -- a copy never throws, so no lock is left held.
+//   M3  Chunks. Heads go in chunks of kChunk, claimed with one fetch_add on `claims`: claim c
+//       takes chunk c mod chunks. Every insert and erase that meets a migration under way
+//       takes one claim first (help()); reserve() claims until the table is large enough.
+//       A claim skips heads already migrated, and heads an update holds (kBusy): their chunk's
+//       count stays above zero, and a later claim (the cursor wraps around) takes it again.
+//       So a thread suspended in the middle of its chunk holds nobody: the heads it has not
+//       reached are migrated by the claims of the others once the cursor comes round, and when
+//       it resumes it finds them kMigrated and skips them. (A thread suspended while it holds
+//       one head -- inside one copy, as inside any update -- holds that chain's updates and the
+//       end of the migration, as a suspended lock holder does; lookups, the other chains and
+//       the other heads' migration go on.) tests/clht_lb_test.cpp suspends a migrating thread.
+//   M4  Lookups never wait: a lookup reads the head's lock word (acquire); kMigrated sends it to
+//       successor() (at most one visit per table: bounded, wait-free), anything else means the
+//       chain is the holder's or was until the lookup read it: its keys change only under the
+//       head's exclusion, and once migrated never again, so the scan sees the chain as it was
+//       at moments inside the lookup -- CLHT's argument. Updates likewise follow kMigrated
+//       heads (update()) and lock the holder's head; they never wait for the migration as a
+//       whole, only for a head's lock, as before.
+//   M5  Publication. Each migrated head decrements its chunk's count and the last one the
+//       chunks' count (acq_rel), so the thread that takes the last count to zero has seen every
+//       copy; it makes the new table current (TableGenerations::publish, release; current() is
+//       an acquire), and counts the resize. Publishing never throws: the new table was kept
+//       by tables_ when the migration began.
+//   M6  Memory. Then it hands the old table's heads and pool back to the system (madvise
+//       MADV_DONTNEED: the address range stays and reads as zeros, i.e. kMigrated everywhere),
+//       keeping the small Table object for successor(). An epoch (lockfree/reclamation.hpp)
+//       would cost every lookup a seq_cst store -- a full fence, which keeps consecutive
+//       lookups' cache misses from overlapping -- so lookups announce nothing, and a lookup
+//       that may still be in the old table copes with its zeros instead: a zero key matches no
+//       key (keys are non-zero), so a hit is always genuine (key, value, key read alike); a
+//       miss re-reads the head's lock word, ordered after the scan (forwarded()), and, finding
+//       it kMigrated, goes on in the successor. That is sound because every head was kMigrated
+//       before the pages went: a scan that read a zero read it after the pages were dropped,
+//       hence after its head's kMigrated store, and the re-read, ordered after that load, sees
+//       kMigrated too (the kernel's TLB shootdown is a full barrier on every CPU that had the
+//       page mapped). Updates hold a head of the table they write, which therefore cannot be
+//       retired under them, and a late one finds 0, which is not kFree, and follows it. Tables
+//       whose chains hold heap buckets (a pool used up while resizes failed) or whose heads are
+//       on the heap (under 64 KiB) are kept whole until the map goes, as all were before.
 //
 // Memory ordering: a writer's slot stores are release and a reader's loads acquire, so a reader
 // that sees a key also sees the value written before it; the head lock's CAS is acquire and its
 // release store publishes the critical section to the next holder (a global lock's, or a
-// committed transaction's, likewise). The table pointer is
-// published with release after every bucket is copied, and loaded with acquire.
+// committed transaction's, likewise). M1-M6 give the migration's.
 //
-// Progress: lookups wait-free; updates blocking (the policy's lock, and a resize in progress).
+// Progress: lookups wait-free (bounded by the number of tables); updates blocking (the policy's
+// lock), never waiting for a migration as a whole: its helpers never wait on each other, and
+// it completes once each of its heads has been free of updates at some claim.
 #pragma once
 
 #include <algorithm>
@@ -105,35 +166,61 @@
 namespace ccf {
 
 namespace clht {
-// The head bucket's lock word, for the policies that lock buckets.
-inline constexpr std::uint64_t kFree = 0, kLocked = 1, kMigrated = 2;
+// The head bucket's lock word. kMigrated is 0 so that a retired table's pages, which read as
+// zeros once handed back to the system, read as forwarded (M6).
+inline constexpr std::uint64_t kMigrated = 0, kFree = 1, kLocked = 2;
+
+// What Writers::migrate(head, copy) did.
+enum class Migrate {
+  kNow,          // copied and marked kMigrated by this call
+  kAlready,      // marked kMigrated before
+  kBusy,         // an update (or another migrator) holds the head: try it later
+  kNeedsMemory,  // copy() returned false: nothing written, the head left open
+};
 }  // namespace clht
 
 template <class Writers>
 class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::uint64_t> {
  public:
   static constexpr unsigned kSlots = detail::ClhtSizing::kSlots;  // pairs per 64-byte bucket
+  // Heads a helper migrates per claim (M3).
+  static constexpr std::uint64_t kChunk = 64;
 
   // Room for `capacity` items at the resize threshold (3 per bucket) without resizing. Throws
   // std::invalid_argument if that needs more than 2^40 head buckets (64 TiB), the library's
   // table limit; reserve() likewise, changing nothing.
   explicit BasicClht(std::size_t capacity = 1024)
-      : tables_(std::make_unique<Table>(buckets_for(capacity))) {}
+      : tables_(std::make_unique<Table>(buckets_for(capacity), Table::kBuilt)) {}
   BasicClht(const BasicClht&) = delete;
   BasicClht& operator=(const BasicClht&) = delete;
+  // A migration left under way (quiescent now): the new table's heads exist only for the old
+  // heads migrated (M2), so their heap buckets are freed here and its destructor skips it.
+  ~BasicClht() {
+    Table& table = *tables_.current();
+    if (Migration* m = table.migration.load(std::memory_order_acquire)) {
+      for (std::uint64_t i = 0; i < table.buckets; ++i) {
+        if (table.at(i).lock.load(std::memory_order_relaxed) != clht::kMigrated) continue;
+        m->to->free_heap_chain(2 * i);
+        m->to->free_heap_chain(2 * i + 1);
+      }
+    }
+  }
 
   std::optional<std::uint64_t> find(std::uint64_t key) const {
     check(key);
-    const Table& table = *tables_.current();
-    for (const Bucket* b = &table.head(hash(key)); b != nullptr;
-         b = b->next.load(std::memory_order_acquire)) {
-      for (unsigned s = 0; s < kSlots; ++s) {
-        if (b->key[s].load(std::memory_order_acquire) != key) continue;
-        const std::uint64_t value = b->value[s].load(std::memory_order_acquire);
-        if (b->key[s].load(std::memory_order_acquire) == key) return value;
+    const std::uint64_t h = hash(key);
+    for (const Table* table = tables_.current();; table = table->successor()) {
+      const Bucket& head = table->head(h);
+      if (head.lock.load(std::memory_order_acquire) == clht::kMigrated) continue;  // (M4)
+      for (const Bucket* b = &head; b != nullptr; b = b->next.load(std::memory_order_acquire)) {
+        for (unsigned s = 0; s < kSlots; ++s) {
+          if (b->key[s].load(std::memory_order_acquire) != key) continue;
+          const std::uint64_t value = b->value[s].load(std::memory_order_acquire);
+          if (b->key[s].load(std::memory_order_acquire) == key) return value;
+        }
       }
+      if (!forwarded(head)) return std::nullopt;
     }
-    return std::nullopt;
   }
   // find without the value, and with one branch per bucket, the chain's end, which is taken
   // almost always (see Bucket::holds). Linearizable as find: a key is in at most one slot at a
@@ -144,13 +231,15 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
   }
   // insert (kOk or kExists) and insert_or_assign: detail::MapApi over find and put.
 
-  // kOk, or kNotFound.
+  // kOk, or kNotFound. May throw std::bad_alloc from its share of a migration (M3), having
+  // changed nothing.
   Status erase(std::uint64_t key) {
     check(key);
     const std::uint64_t h = hash(key);
     // A failed update writes nothing (ASCY 3): an absent key is reported without the lock, at
     // the moment contains() saw it absent.
     if (!present(key, h)) return Status::kNotFound;
+    help();
     return writers_.update(tables_, h, [&](Bucket& head, Table&) {
       for (Bucket* b = &head; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
         for (unsigned s = 0; s < kSlots; ++s) {
@@ -170,11 +259,26 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
   std::size_t bucket_count() const noexcept { return tables_.current()->buckets; }
   // Slots in the current table's head buckets (chains hold more).
   std::size_t capacity() const noexcept { return kSlots * bucket_count(); }
-  // Grows the table (if needed) so that `capacity` items fit without a resize.
+  // Grows the table (if needed) so that `capacity` items fit without a resize, migrating until
+  // it does (with whichever threads help). A std::bad_alloc leaves every item in place and every
+  // chain open; a migration it began goes on with later updates.
   void reserve(std::size_t capacity) {
-    while (bucket_count() < buckets_for(capacity)) resize(tables_.current());
+    const std::uint64_t wanted = buckets_for(capacity);
+    for (Table* table = tables_.current(); table->buckets < wanted; table = tables_.current()) {
+      Migration* m = table->migration.load(std::memory_order_acquire);
+      if (m == nullptr) {
+        if (2 * table->buckets > kMaxBuckets) return;  // at the limit: chains grow instead
+        begin_migration(*table);                       // false: another thread is beginning it
+      } else if (!migrate_chunk(*table, *m)) {
+        sync::cpu_relax();  // the chunk claimed was done, or its heads busy
+      }
+    }
   }
-  // Resizes done so far, and the time they took in all (the cost the benchmarks report).
+  // Whether a resize is under way: begun, its new table not yet current.
+  bool resizing() const noexcept {
+    return tables_.current()->migration.load(std::memory_order_relaxed) != nullptr;
+  }
+  // Resizes done so far, and the time from the start of each to its publication, in all.
   std::uint64_t resizes() const noexcept { return tables_.resizes(); }
   std::uint64_t resize_nanoseconds() const noexcept { return tables_.resize_nanoseconds(); }
   // True when updates run as hardware transactions (RTM present and the policy elides).
@@ -189,7 +293,7 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
  private:
   friend class detail::MapApi<BasicClht<Writers>, std::uint64_t, std::uint64_t>;
   struct alignas(64) Bucket {
-    std::atomic<std::uint64_t> lock{clht::kFree};  // head buckets; only bucket-lock policies
+    std::atomic<std::uint64_t> lock{clht::kFree};  // head buckets: the lock or forwarding word
     std::atomic<std::uint64_t> key[kSlots]{};
     std::atomic<std::uint64_t> value[kSlots]{};
     std::atomic<Bucket*> next{nullptr};
@@ -214,39 +318,71 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
   static_assert(offsetof(Bucket, key) == 8 && kSlots == 3, "holds(): | lock | key0 key1 key2 |");
   static_assert(std::is_trivially_destructible_v<Bucket>, "head buckets are never destroyed");
 
-  struct Table {
-    // Head buckets on huge pages where the system allows (detail/page_buffer.hpp): random probes
-    // into a table larger than the TLB's reach pay a page walk each otherwise.
-    explicit Table(std::uint64_t count)
-        : buckets(count),
-          storage(count * sizeof(Bucket)),
-          heads(construct(storage, count)),
-          pool(count) {}
-    ~Table() {
-      for (std::uint64_t i = 0; i < buckets; ++i) {
-        for (Bucket* b = heads[i].next.load(std::memory_order_relaxed); b != nullptr;) {
-          Bucket* next = b->next.load(std::memory_order_relaxed);
-          if (!pool.owns(b)) delete b;
-          b = next;
-        }
+  struct Table;
+
+  // A doubling of one table under way (M1-M5): the table it fills and how far it is.
+  struct Migration {
+    explicit Migration(std::uint64_t buckets)
+        : chunks((buckets + kChunk - 1) / kChunk),
+          left(new std::atomic<std::uint32_t>[chunks]),
+          chunks_left(chunks) {
+      for (std::uint64_t c = 0; c < chunks; ++c) {
+        left[c].store(static_cast<std::uint32_t>(std::min(kChunk, buckets - c * kChunk)),
+                      std::memory_order_relaxed);
       }
     }
-    // An overflow bucket: from the pool, or -- once the pool is used up (by chains that erases
-    // emptied, or that grew while resizes failed) -- from the heap, which may throw
-    // std::bad_alloc.
-    Bucket* chain_bucket() {
-      Bucket* added = pool.allocate();
-      return added != nullptr ? added : new Bucket;
-    }
-    Bucket& head(std::uint64_t h) const noexcept { return heads[reduce_range(h, buckets)]; }
-    std::size_t memory_bytes() const noexcept {
-      return (buckets + overflow.load(std::memory_order_relaxed)) * sizeof(Bucket);
-    }
+    Table* to = nullptr;  // held by tables_
+    std::chrono::steady_clock::time_point start;
+    std::uint64_t chunks;
+    std::unique_ptr<std::atomic<std::uint32_t>[]> left;  // per chunk: heads not yet migrated
+    alignas(64) std::atomic<std::uint64_t> claims{0};    // chunk c is claim c mod chunks (M3)
+    alignas(64) std::atomic<std::uint64_t> chunks_left;
+  };
 
-    static Bucket* construct(detail::PageBuffer& storage, std::uint64_t count) {
-      auto* first = reinterpret_cast<Bucket*>(storage.data());
-      for (std::uint64_t i = 0; i < count; ++i) new (first + i) Bucket;
-      return std::launder(first);
+  struct Table {
+    enum Heads { kBuilt, kByMigration };
+    // Head buckets on huge pages where the system allows (detail/page_buffer.hpp): random probes
+    // into a table larger than the TLB's reach pay a page walk each otherwise. A migration's
+    // table has its heads constructed by the copies that fill them (M2): its pages are touched
+    // by every helper, not all by the thread that begins the resize.
+    Table(std::uint64_t count, Heads heads_made)
+        : buckets(count),
+          storage(count * sizeof(Bucket)),
+          heads(reinterpret_cast<Bucket*>(storage.data())),
+          pool(count),
+          whole(heads_made == kBuilt) {
+      if (whole) {
+        for (std::uint64_t i = 0; i < count; ++i) new (heads + i) Bucket;
+      }
+    }
+    ~Table() {
+      if (!whole || retired.load(std::memory_order_relaxed)) return;  // see ~BasicClht, retire
+      for (std::uint64_t i = 0; i < buckets; ++i) free_heap_chain(i);
+    }
+    Table(const Table&) = delete;
+    Table& operator=(const Table&) = delete;
+
+    // The table head i's keys are migrated into; null before a migration begins (M1).
+    Table* successor() const noexcept { return migration.load(std::memory_order_acquire)->to; }
+    std::uint64_t index(std::uint64_t h) const noexcept { return reduce_range(h, buckets); }
+    Bucket& at(std::uint64_t i) const noexcept { return *std::launder(heads + i); }
+    Bucket& head(std::uint64_t h) const noexcept { return at(index(h)); }
+    void free_heap_chain(std::uint64_t i) noexcept {
+      for (Bucket* b = at(i).next.load(std::memory_order_relaxed); b != nullptr;) {
+        Bucket* next = b->next.load(std::memory_order_relaxed);
+        if (!pool.owns(b)) delete b;
+        b = next;
+      }
+    }
+    // Links `added` (first slot filled) after `last`, counting it.
+    void chain(Bucket& last, Bucket* added) noexcept {
+      last.next.store(added, std::memory_order_release);
+      overflow.fetch_add(1, std::memory_order_relaxed);
+      if (!pool.owns(added)) heap_buckets.fetch_add(1, std::memory_order_relaxed);
+    }
+    std::size_t memory_bytes() const noexcept {
+      if (retired.load(std::memory_order_relaxed)) return 0;
+      return (buckets + overflow.load(std::memory_order_relaxed)) * sizeof(Bucket);
     }
 
     std::uint64_t buckets;
@@ -254,7 +390,64 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     Bucket* heads;  // in storage; trivially destructible
     // Overflow buckets: as many as heads, address space only until used (detail/bucket_pool.hpp).
     detail::BucketPool<Bucket> pool;
-    std::atomic<std::uint64_t> overflow{0};  // overflow buckets chained, pooled or not
+    // Set once, under resize_lock_, when a migration of this table begins (release: M1).
+    std::atomic<Migration*> migration{nullptr};
+    std::unique_ptr<Migration> owned_migration;
+    bool whole;  // every head constructed: built so, or filled by a completed migration
+    std::atomic<bool> retired{false};            // its pages handed back (M6)
+    std::atomic<std::uint64_t> overflow{0};      // overflow buckets chained, pooled or not
+    std::atomic<std::uint64_t> heap_buckets{0};  // of them from the heap
+  };
+
+  // Overflow buckets set aside for one copy (M2): from the new table's pool while it lasts, then
+  // from the heap, allocated outside every section -- a std::bad_alloc thrown with a head's lock
+  // (or the global one) held would leave it held. Kept in a list through their `next` words.
+  class Spares {
+   public:
+    explicit Spares(Table& table) noexcept : table_(table) {}
+    Spares(const Spares&) = delete;
+    Spares& operator=(const Spares&) = delete;
+    ~Spares() {
+      while (Bucket* b = pop()) {
+        if (!table_.pool.owns(b)) delete b;  // pool buckets go with the table
+      }
+    }
+    // At least n set aside, topped up from the pool (never throws); false if the pool ran out,
+    // with shortfall() the heap buckets still needed.
+    bool reserve(std::uint64_t n) noexcept {
+      for (; count_ < n; ++count_) {
+        Bucket* b = table_.pool.allocate();
+        if (b == nullptr) {
+          shortfall_ = n - count_;
+          return false;
+        }
+        push(b);
+      }
+      return true;
+    }
+    // The shortfall, from the heap: outside every section. May throw std::bad_alloc.
+    void allocate() {
+      for (; shortfall_ > 0; --shortfall_, ++count_) push(new Bucket);
+    }
+    Bucket* pop() noexcept {
+      Bucket* b = first_;
+      if (b != nullptr) {
+        first_ = b->next.load(std::memory_order_relaxed);
+        b->next.store(nullptr, std::memory_order_relaxed);
+        --count_;
+      }
+      return b;
+    }
+
+   private:
+    void push(Bucket* b) noexcept {
+      b->next.store(first_, std::memory_order_relaxed);  // private until chained
+      first_ = b;
+    }
+    Table& table_;
+    Bucket* first_ = nullptr;
+    std::uint64_t count_ = 0;
+    std::uint64_t shortfall_ = 0;
   };
 
   static constexpr std::uint64_t kItemsPerBucket = detail::ClhtSizing::kItemsPerBucket;
@@ -269,13 +462,27 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     detail::ClhtSizing::check(key, Writers::kName);
   }
 
+  // Whether `head`, open when a lookup began its scan, is forwarded now: then the scan may have
+  // read a retired table's zeros (M6), and the lookup goes on in the successor. The scan's loads
+  // stay before this one: its scalar loads are acquire, and its vector loads (x86 only, where
+  // loads keep their order) are kept before it by the compiler barrier.
+  static bool forwarded(const Bucket& head) noexcept {
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    return head.lock.load(std::memory_order_acquire) == clht::kMigrated;
+  }
+
   // contains() of a checked key with hash h.
   bool present(std::uint64_t key, std::uint64_t h) const {
-    const Bucket* b = &tables_.current()->head(h);
-    for (;;) {
-      const bool found = b->holds(key);
-      b = b->next.load(std::memory_order_acquire);
-      if (found | (b == nullptr)) return found;
+    for (const Table* table = tables_.current();; table = table->successor()) {
+      const Bucket& head = table->head(h);
+      if (head.lock.load(std::memory_order_acquire) == clht::kMigrated) continue;  // (M4)
+      const Bucket* b = &head;
+      bool found;
+      do {
+        found = b->holds(key);
+        b = b->next.load(std::memory_order_acquire);
+      } while (!(found | (b == nullptr)));
+      if (found || !forwarded(head)) return found;
     }
   }
 
@@ -283,10 +490,11 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     check(key);
     const std::uint64_t h = hash(key);
     if (!assign && present(key, h)) return Status::kExists;  // read-only failure, as erase's
+    help();
     // A bucket to chain comes from the table's pool, which never throws, inside the section.
     // Only when the pool is used up does it come from the heap, allocated before a section and
     // never inside one: a std::bad_alloc thrown while a head's lock (or the global one) is held
-    // would leave it held for good.
+    // would leave it held.
     std::unique_ptr<Bucket> spare;
     for (;;) {
       Table* chained_in = nullptr;
@@ -318,8 +526,7 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
               }
               added->value[0].store(value, std::memory_order_relaxed);
               added->key[0].store(key, std::memory_order_relaxed);
-              last->next.store(added, std::memory_order_release);
-              table.overflow.fetch_add(1, std::memory_order_relaxed);
+              table.chain(*last, added);
               chained_in = &table;
             } else {
               empty_value->store(value, std::memory_order_release);
@@ -334,62 +541,128 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
       }
       if (chained_in != nullptr && size() > kItemsPerBucket * chained_in->buckets) {
         try {
-          resize(chained_in);
+          begin_migration(*chained_in);
         } catch (const std::bad_alloc&) {
-          // The item is stored; the table is as it was (see resize) and its chains grow until a
-          // later insert's resize finds the memory.
+          // The item is stored; the table is as it was and its chains grow until a later
+          // insert's resize finds the memory.
         }
       }
       return *status;
     }
   }
 
-  // Doubles `from` if it is still the current table and no other thread is resizing. Strong
-  // guarantee: a std::bad_alloc (the new table, an overflow bucket of the copy) leaves `from`
-  // current, unchanged and open to updates (Writers::migrate releases what it took).
-  void resize(Table* from) {
-    const std::unique_lock guard(resize_lock_, std::try_to_lock);
-    if (!guard.owns_lock() || tables_.current() != from) return;
-    if (2 * from->buckets > kMaxBuckets) return;  // at the limit: chains grow instead
-    const auto start = std::chrono::steady_clock::now();
-    auto to = std::make_unique<Table>(2 * from->buckets);
-    writers_.migrate(
-        *from,
-        [&](const Bucket& head) {
-          for (const Bucket* b = &head; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
-            for (unsigned s = 0; s < kSlots; ++s) {
-              const std::uint64_t k = b->key[s].load(std::memory_order_relaxed);
-              if (k != 0) place(*to, k, b->value[s].load(std::memory_order_relaxed));
-            }
-          }
-        },
-        [&] { tables_.publish(std::move(to), start); });  // after every copy
+  // An update's share of a migration under way (M3): one chunk. May throw std::bad_alloc (heap
+  // buckets for a copy), having changed nothing an operation can observe.
+  void help() {
+    Table& table = *tables_.current();
+    if (Migration* m = table.migration.load(std::memory_order_acquire)) migrate_chunk(table, *m);
   }
 
-  // Into a table no other thread sees yet.
-  static void place(Table& table, std::uint64_t key, std::uint64_t value) {
-    Bucket* b = &table.head(hash(key));
+  // Begins doubling `from` if it is current, its doubling has not begun, and no other thread is
+  // beginning one (a try-lock: the others go on). Strong guarantee: a std::bad_alloc (the new
+  // table, the migration's counters) begins nothing.
+  bool begin_migration(Table& from) {
+    const std::unique_lock guard(resize_lock_, std::try_to_lock);
+    if (!guard.owns_lock() || tables_.current() != &from ||
+        from.migration.load(std::memory_order_relaxed) != nullptr ||
+        2 * from.buckets > kMaxBuckets) {
+      return false;
+    }
+    auto migration = std::make_unique<Migration>(from.buckets);
+    migration->start = std::chrono::steady_clock::now();
+    migration->to = tables_.keep(std::make_unique<Table>(2 * from.buckets, Table::kByMigration));
+    from.owned_migration = std::move(migration);
+    // (M1) release: whoever loads the migration sees its table and counters initialised.
+    from.migration.store(from.owned_migration.get(), std::memory_order_release);
+    return true;
+  }
+
+  // Claims one chunk of `from`'s heads (M3) and migrates those not yet migrated; false if it had
+  // none left to do.
+  bool migrate_chunk(Table& from, Migration& m) {
+    // Relaxed: a claim only spreads helpers over the chunks; each head is migrated under its own
+    // exclusion (M2), whoever claimed it.
+    const std::uint64_t c = m.claims.fetch_add(1, std::memory_order_relaxed) % m.chunks;
+    if (m.left[c].load(std::memory_order_relaxed) == 0) return false;
+    Spares spares(*m.to);
+    const std::uint64_t last = std::min(from.buckets, (c + 1) * kChunk);
+    for (std::uint64_t i = c * kChunk; i < last; ++i) {
+      migrate_head(from, m, i, spares);
+      if constexpr (requires(Writers & w) { w.migration_step(); }) writers_.migration_step();
+    }
+    return true;
+  }
+
+  void migrate_head(Table& from, Migration& m, std::uint64_t i, Spares& spares) {
     for (;;) {
-      for (unsigned s = 0; s < kSlots; ++s) {
-        if (b->key[s].load(std::memory_order_relaxed) == 0) {
-          b->value[s].store(value, std::memory_order_relaxed);
-          b->key[s].store(key, std::memory_order_relaxed);
-          return;
+      const clht::Migrate done = writers_.migrate(
+          from.at(i), [&](const Bucket& head) { return copy(head, i, *m.to, spares); });
+      if (done == clht::Migrate::kNeedsMemory) {
+        spares.allocate();  // outside the section; may throw
+        continue;
+      }
+      if (done != clht::Migrate::kNow) return;
+      // (M5) acq_rel: the thread that takes a count to zero has seen every copy counted before
+      // it (the counts' release sequences), so the last one publishes a table whose every head
+      // is filled.
+      if (m.left[i / kChunk].fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+          m.chunks_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        m.to->whole = true;
+        tables_.publish(m.to, m.start);
+        retire(from);
+      }
+      return;
+    }
+  }
+
+  // Copies old head i's chain (its lock held, or the global one) into the new heads 2i and
+  // 2i + 1 -- doubling with reduce_range sends each key of head i to one of them -- constructing
+  // them: nobody reads them before head i is marked kMigrated (M2). False, having written nothing
+  // of the new table, if its pool cannot supply the overflow buckets the copy needs.
+  static bool copy(const Bucket& head, std::uint64_t i, Table& to, Spares& spares) {
+    const auto for_each_item = [&head](auto&& f) {
+      for (const Bucket* b = &head; b != nullptr; b = b->next.load(std::memory_order_relaxed)) {
+        for (unsigned s = 0; s < kSlots; ++s) {
+          const std::uint64_t k = b->key[s].load(std::memory_order_relaxed);
+          if (k != 0) f(k, b->value[s].load(std::memory_order_relaxed));
         }
       }
-      Bucket* next = b->next.load(std::memory_order_relaxed);
-      if (next == nullptr) {
-        next = table.chain_bucket();
-        b->next.store(next, std::memory_order_relaxed);
-        table.overflow.fetch_add(1, std::memory_order_relaxed);
+    };
+    std::uint64_t items[2] = {0, 0};
+    for_each_item([&](std::uint64_t k, std::uint64_t) { ++items[to.index(hash(k)) - 2 * i]; });
+    const auto overflow = [](std::uint64_t n) { return n > kSlots ? (n - 1) / kSlots : 0; };
+    if (!spares.reserve(overflow(items[0]) + overflow(items[1]))) return false;
+    Bucket* fill[2] = {new (to.heads + 2 * i) Bucket, new (to.heads + 2 * i + 1) Bucket};
+    unsigned used[2] = {0, 0};
+    for_each_item([&](std::uint64_t k, std::uint64_t v) {
+      const std::uint64_t d = to.index(hash(k)) - 2 * i;
+      if (used[d] == kSlots) {
+        Bucket* added = spares.pop();
+        to.chain(*fill[d], added);
+        fill[d] = added;
+        used[d] = 0;
       }
-      b = next;
-    }
+      // Relaxed: published by the kMigrated release store that ends the migration of head i.
+      fill[d]->value[used[d]].store(v, std::memory_order_relaxed);
+      fill[d]->key[used[d]].store(k, std::memory_order_relaxed);
+      ++used[d];
+    });
+    return true;
+  }
+
+  // (M6) Hands an old table's pages back once its every head is migrated and its successor
+  // published. Not when its chains hold heap buckets (a lookup may be in one: they stay until
+  // the map goes) or its heads are on the heap (tables under 64 KiB: detail/page_buffer.hpp).
+  void retire(Table& old) noexcept {
+    if (old.heap_buckets.load(std::memory_order_relaxed) != 0) return;
+    if (!old.storage.discard()) return;
+    old.pool.discard();
+    old.retired.store(true, std::memory_order_relaxed);  // statistics and the destructor
   }
 
   detail::TableGenerations<Table> tables_;
   [[no_unique_address]] Writers writers_;
-  std::mutex resize_lock_;  // one resize at a time
+  std::mutex resize_lock_;  // one migration begins at a time
   detail::ShardedCounter items_;
 };
 

@@ -1,6 +1,7 @@
 // ClhtLb: CLHT-lb, the cache-line hash table (tables/basic_clht.hpp, where the design and its
 // argument are) with a lock per head bucket, in the head's first word: an update locks its
-// chain's head; a resize locks each old head for good (kMigrated) while it copies the chain.
+// chain's head; a migration locks each old head while it copies the chain, then leaves it
+// kMigrated for good.
 #pragma once
 
 #include <atomic>
@@ -18,51 +19,46 @@ class BucketLocks {
  public:
   static constexpr std::string_view kName = "ClhtLb";
 
-  // f(head, table) with h's head locked in tables.current() (which stays current while one of
-  // its heads is held: a migration takes every head first); waits out a migration.
+  // f(head, table) with h's head locked in the table that holds h's chain (basic_clht.hpp, M2):
+  // from tables.current(), kMigrated heads are followed to the successor. Waits only for the
+  // head's lock (an update, or one head's copy).
   template <class Tables, class F>
   auto update(const Tables& tables, std::uint64_t h, F&& f) {
     sync::SpinWait wait;
-    for (;;) {
-      auto* table = tables.current();
+    for (auto* table = tables.current();;) {
       auto& head = table->head(h);
-      std::uint64_t state = head.lock.load(std::memory_order_relaxed);
+      // Acquire: a kMigrated read makes the successor, and the chain copied into it, visible
+      // (pairs with the release store in migrate()).
+      std::uint64_t state = head.lock.load(std::memory_order_acquire);
+      if (state == kMigrated) {
+        table = table->successor();
+        continue;
+      }
       if (state == kFree &&
           head.lock.compare_exchange_weak(state, kLocked, std::memory_order_acquire)) {
         auto result = f(head, *table);
         head.lock.store(kFree, std::memory_order_release);
         return result;
       }
-      wait.wait();  // held, or migrated: then the next load of current finds the new table
+      wait.wait();  // held: by an update, or by a copy, after which it is kMigrated
     }
   }
 
-  // Each head locked for good (kMigrated), then copied; then publish(). If a copy or the
-  // publication throws (std::bad_alloc), the heads taken so far are freed again and the
-  // exception propagates: copies only read `from`, so it is left as it was, and the updates that
-  // waited on its heads go on in it.
-  template <class Table, class Copy, class Publish>
-  void migrate(Table& from, Copy&& copy, Publish&& publish) {
-    std::uint64_t taken = 0;  // heads [0, taken) are kMigrated
-    try {
-      while (taken < from.buckets) {
-        auto& head = from.heads[taken];
-        sync::SpinWait wait;
-        for (std::uint64_t state = kFree;
-             !head.lock.compare_exchange_weak(state, kMigrated, std::memory_order_acquire);
-             state = kFree) {
-          wait.wait();
-        }
-        ++taken;
-        copy(head);
-      }
-      publish();
-    } catch (...) {
-      for (std::uint64_t i = 0; i < taken; ++i) {
-        from.heads[i].lock.store(kFree, std::memory_order_release);
-      }
-      throw;
+  // One try: a head held by an update is left for a later claim (kBusy), so a migrating thread
+  // never waits on a chain. The CAS is acquire (the chain's last update is copied); the
+  // kMigrated store release (M2: publishes the copy to whoever follows the head).
+  template <class Bucket, class Copy>
+  clht::Migrate migrate(Bucket& head, Copy&& copy) {
+    std::uint64_t state = kFree;
+    if (!head.lock.compare_exchange_strong(state, kLocked, std::memory_order_acquire)) {
+      return state == kMigrated ? clht::Migrate::kAlready : clht::Migrate::kBusy;
     }
+    if (!copy(head)) {
+      head.lock.store(kFree, std::memory_order_release);
+      return clht::Migrate::kNeedsMemory;
+    }
+    head.lock.store(kMigrated, std::memory_order_release);
+    return clht::Migrate::kNow;
   }
 
   static constexpr bool speculative() noexcept { return false; }

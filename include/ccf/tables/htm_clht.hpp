@@ -4,8 +4,9 @@
 //
 //   HtmClht<Elision>   the whole table under ONE lock, elided by one of the schemes of
 //                      sync/htm.hpp: updates of different chains commit in parallel as
-//                      transactions, and a resize runs under the lock itself (a transaction
-//                      would not fit). The thesis's six global-lock schemes:
+//                      transactions, and a migration copies one head at a time under the lock
+//                      itself (between heads, updates go on). The thesis's six global-lock
+//                      schemes:
 //
 //     htm_clht::Mcs          MCS lock, no elision (the baseline)
 //     htm_clht::SlrMcs       SLR (lazy subscription) over an MCS lock
@@ -61,20 +62,25 @@ class GlobalElided {
   template <class Tables, class F>
   auto update(const Tables& tables, std::uint64_t h, F&& f) {
     return elision_.write([&] {
-      // Under the lock, or in a transaction subscribed to it: no migration runs meanwhile.
+      // Under the lock, or in a transaction subscribed to it: no head is migrated meanwhile.
+      // Acquire: as BucketLocks::update's, for the successor and its copied chains.
       auto* table = tables.current();
+      while (table->head(h).lock.load(std::memory_order_acquire) == kMigrated) {
+        table = table->successor();
+      }
       return f(table->head(h), *table);
     });
   }
 
-  // A whole table's copy never fits in a transaction: it takes the lock, as every scheme's
-  // fallback does, which aborts the transactions subscribed to it. Should a copy or the
-  // publication throw, the guard frees the lock; copies only read `from`.
-  template <class Table, class Copy, class Publish>
-  void migrate(Table& from, Copy&& copy, Publish&& publish) {
+  // One head at a time under the lock (which aborts the transactions subscribed to it), so
+  // updates run between a migration's heads; copies never throw (basic_clht.hpp, M2).
+  template <class Bucket, class Copy>
+  clht::Migrate migrate(Bucket& head, Copy&& copy) {
     const std::lock_guard guard(elision_.mutex());
-    for (std::uint64_t i = 0; i < from.buckets; ++i) copy(from.heads[i]);
-    publish();
+    if (head.lock.load(std::memory_order_relaxed) == kMigrated) return clht::Migrate::kAlready;
+    if (!copy(head)) return clht::Migrate::kNeedsMemory;
+    head.lock.store(kMigrated, std::memory_order_release);  // for the lookups (M2, M4)
+    return clht::Migrate::kNow;
   }
 
   bool speculative() const noexcept { return elision_.speculative(); }
@@ -99,11 +105,15 @@ class BucketElided {
   template <class Tables, class F>
   auto update(const Tables& tables, std::uint64_t h, F&& f) {
     if (backend_.available()) {
+      auto* table = tables.current();
       unsigned attempt = 0;
-      for (; attempt < MaxRetries; ++attempt) {
-        auto* table = tables.current();
+      while (attempt < MaxRetries) {
         auto& head = table->head(h);
-        if (!wait_while_locked(head)) break;  // migrated: the fallback waits for the new table
+        if (wait_while_locked(head) == kMigrated) {  // forwarded: try in the successor
+          table = table->successor();
+          continue;
+        }
+        ++attempt;
         stats_.record(sync::ElisionEvent::kStarted);
         sync::TxStatus status = backend_.begin();
         if (status.started()) {
@@ -125,9 +135,9 @@ class BucketElided {
     return locks_.update(tables, h, f);
   }
 
-  template <class Table, class Copy, class Publish>
-  void migrate(Table& from, Copy&& copy, Publish&& publish) {
-    locks_.migrate(from, copy, publish);  // each kMigrated write aborts the chain's transactions
+  template <class Bucket, class Copy>
+  clht::Migrate migrate(Bucket& head, Copy&& copy) {
+    return locks_.migrate(head, copy);  // its kMigrated write aborts the chain's transactions
   }
 
   bool speculative() const noexcept { return backend_.available(); }
@@ -138,14 +148,13 @@ class BucketElided {
 
  private:
   // Waits while a thread holds the bucket (lemming avoidance: an attempt now would abort);
-  // false if the bucket is migrated.
+  // returns kFree, or kMigrated (acquire: then the successor is visible, as in BucketLocks).
   template <class Bucket>
-  static bool wait_while_locked(const Bucket& head) noexcept {
+  static std::uint64_t wait_while_locked(const Bucket& head) noexcept {
     sync::SpinWait wait;
     for (;;) {
       const std::uint64_t state = head.lock.load(std::memory_order_acquire);
-      if (state == kFree) return true;
-      if (state == kMigrated) return false;
+      if (state != kLocked) return state;
       wait.wait();
     }
   }

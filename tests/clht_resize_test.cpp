@@ -1,0 +1,253 @@
+// The cooperative, incremental resize of BasicClht (include/ccf/tables/basic_clht.hpp, M1-M6):
+// - a model test on a table that starts with one bucket, so that most operations run while a
+//   migration is under way, and that ends holding little more than its current table (old
+//   tables' pages handed back);
+// - a hammer with more threads than cores: writers check every update of their own keys
+//   against a model as they go (a lost or duplicated item shows at once) while migrations
+//   race them, readers check keys nobody touches;
+// - a thread suspended in the middle of its chunk: the others' operations and the resize
+//   complete without it, and it resumes harmlessly into a retired table;
+// - short histories racing a migration, checked for linearizability.
+// The contract every table keeps (model, churn, histories on a quiet table) is in
+// hash_table_contract_test.cpp.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <random>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "ccf/tables/clht_lb.hpp"
+#include "ccf/tables/htm_clht.hpp"
+#include "eventually.hpp"
+#include "linearizability.hpp"
+#include "sanitizer_scale.hpp"
+#include "test_keys.hpp"
+
+namespace {
+
+using ccf::Status;
+
+template <class Table>
+class ClhtResize : public ::testing::Test {};
+
+// Bucket locks, elided bucket locks, and a global (TTAS, not FIFO: fair to 8 threads on 2
+// cores) elided lock: the three ways the policies take a head.
+using Tables = ::testing::Types<ccf::ClhtLb, ccf::HtmClhtFine, ccf::htm_clht::ScmTtasOpt>;
+TYPED_TEST_SUITE(ClhtResize, Tables);
+
+TYPED_TEST(ClhtResize, AgreesWithAMapWhileMigrating) {
+  TypeParam table(1);
+  std::unordered_map<std::uint64_t, std::uint64_t> model;
+  std::mt19937_64 rng(5);
+  const std::size_t ops = ccf::testing::scaled<std::size_t>(300'000, 8);
+  std::size_t while_migrating = 0;
+  for (std::size_t i = 0; i < ops; ++i) {
+    const std::uint64_t key = 1 + rng() % (16 + i / 4);  // a range that grows with i
+    const std::uint64_t value = rng();
+    while_migrating += table.resizing();
+    switch (rng() % 4) {
+      case 0:
+      case 1: {
+        const bool fresh = !model.contains(key);
+        ASSERT_EQ(table.insert(key, value), fresh ? Status::kOk : Status::kExists) << i;
+        if (fresh) model[key] = value;
+        break;
+      }
+      case 2:
+        ASSERT_EQ(table.erase(key), model.erase(key) == 1 ? Status::kOk : Status::kNotFound) << i;
+        break;
+      default: {
+        const auto it = model.find(key);
+        ASSERT_EQ(table.find(key),
+                  it == model.end() ? std::nullopt : std::optional<std::uint64_t>(it->second))
+            << i;
+        ASSERT_EQ(table.contains(key), it != model.end()) << i;
+      }
+    }
+    ASSERT_EQ(table.size(), model.size()) << i;
+  }
+  EXPECT_GE(table.resizes(), 8u) << "the table was meant to grow through many sizes";
+  // A migration of a table of more than one chunk spans several updates (one chunk each).
+  EXPECT_GT(while_migrating, 20u) << "migrations did not span several operations";
+  for (const auto& [key, value] : model) ASSERT_EQ(table.find(key), value);
+}
+
+// Grown from one bucket, the map holds its current table and the old tables under 64 KiB (their
+// pages come from the heap and are kept): the larger old tables' pages were handed back. Without
+// that, the old tables together hold about as many buckets as the current one.
+TYPED_TEST(ClhtResize, GrownTableKeepsLittleMoreThanItsCurrentTable) {
+  TypeParam table(1);
+  const std::uint64_t n = ccf::testing::scaled<std::uint64_t>(400'000, 4);
+  for (std::uint64_t key = 1; key <= n; ++key) ASSERT_EQ(table.insert(key, key), Status::kOk);
+  table.reserve(n);  // any migration under way completes
+  ASSERT_FALSE(table.resizing());
+  const std::size_t current_heads = table.bucket_count() * 64;
+  EXPECT_LT(table.memory_bytes(), current_heads + current_heads / 2)
+      << "old tables are still held: " << table.memory_bytes() << " bytes for "
+      << table.bucket_count() << " head buckets";
+  for (std::uint64_t key = 1; key <= n; ++key) ASSERT_EQ(table.find(key), key) << key;
+}
+
+// Writers churn their own keys through many migrations and check each update at once against
+// their model (a find right after it: an item lost, or left twice by a copy, shows on the next
+// find or erase); readers look up keys inserted first and never touched. At the end every
+// writer's model is in the table, and size() adds up.
+TYPED_TEST(ClhtResize, HammerThroughMigrationsLosesAndDuplicatesNothing) {
+  constexpr unsigned kWriters = 6, kReaders = 3;  // 9 threads on 2 cores
+  constexpr std::uint64_t kStable = 3'000;
+  constexpr std::uint64_t kSalt = 0xabcdef0123456789;  // a large salt: no stream holds key 0
+  const std::uint64_t per_writer = ccf::testing::scaled<std::uint64_t>(6'000, 6);
+  const std::uint64_t ops = 6 * per_writer;
+  TypeParam table(1);
+  const auto stable = ccf::testing::member_keys(kStable, kSalt);
+  for (const std::uint64_t key : stable) ASSERT_EQ(table.insert(key, ~key), Status::kOk);
+  const auto owned = ccf::testing::non_member_keys(kWriters * per_writer, kSalt);
+  std::vector<std::unordered_map<std::uint64_t, std::uint64_t>> models(kWriters);
+  std::atomic<unsigned> writers_left{kWriters};
+  std::atomic<std::uint64_t> wrong{0}, stable_misses{0};
+  std::vector<std::thread> threads;
+  for (unsigned w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      std::mt19937_64 rng(w + 1);
+      auto& model = models[w];
+      for (std::uint64_t i = 0; i < ops; ++i) {
+        // Keys from a range that grows: the table keeps growing while the writers churn.
+        const std::uint64_t key = owned[w * per_writer + rng() % (1 + i * per_writer / ops)];
+        const bool was = model.contains(key);
+        bool ok = true;
+        switch (rng() % 3) {
+          case 0:
+          case 1:
+            ok = table.insert(key, key ^ i) == (was ? Status::kExists : Status::kOk);
+            if (!was) model[key] = key ^ i;
+            break;
+          default:
+            ok = table.erase(key) == (was ? Status::kOk : Status::kNotFound);
+            model.erase(key);
+        }
+        const auto it = model.find(key);
+        ok &= table.find(key) ==
+              (it == model.end() ? std::nullopt : std::optional<std::uint64_t>(it->second));
+        ok &= table.contains(key) == (it != model.end());
+        if (!ok) wrong.fetch_add(1);
+      }
+      writers_left.fetch_sub(1);
+    });
+  }
+  for (unsigned r = 0; r < kReaders; ++r) {
+    threads.emplace_back([&, r] {
+      std::mt19937_64 rng(100 + r);
+      for (std::uint64_t done = 0; writers_left.load() > 0 || done < 1000; ++done) {
+        const std::uint64_t key = stable[rng() % kStable];
+        if (table.find(key) != ~key || !table.contains(key)) stable_misses.fetch_add(1);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0u) << "an update or the lookup after it disagreed with the model";
+  EXPECT_EQ(stable_misses.load(), 0u) << "a key nobody touched was missed";
+  EXPECT_GE(table.resizes(), 5u) << "the churn was meant to race migrations";
+  std::size_t expected = kStable;
+  for (const auto& model : models) {
+    expected += model.size();
+    for (const auto& [key, value] : model) ASSERT_EQ(table.find(key), value);
+  }
+  EXPECT_EQ(table.size(), expected);
+}
+
+// Bucket locks that suspend one thread in the middle of its chunk: the armed thread, after the
+// first head it migrates, waits there until released.
+struct StallingLocks : ccf::clht::BucketLocks {
+  std::atomic<std::thread::id> victim{};
+  std::atomic<bool> stalled{false}, released{false};
+
+  void migration_step() {
+    if (std::this_thread::get_id() != victim.load() || stalled.load()) return;
+    stalled.store(true);
+    while (!released.load()) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+};
+using StallingClht = ccf::BasicClht<StallingLocks>;
+
+// A thread suspended mid-chunk holds nobody (M3): while it sleeps, other threads' inserts,
+// erases and lookups complete, and so does the resize -- its chunk's other heads migrated by
+// their claims -- and more resizes after it; when it resumes, it finds its heads migrated (in a
+// table whose pages are gone: they read as forwarded, M6) and its own insert completes.
+TEST(ClhtResizeStall, AThreadSuspendedMidChunkHoldsNobody) {
+  constexpr std::uint64_t kHeads = 2048;  // 128 KiB of heads: off the heap, so retired (M6)
+  StallingClht table(3 * kHeads);
+  ASSERT_EQ(table.bucket_count(), kHeads);
+  auto& locks = table.writers();
+  std::uint64_t victim_keys = 0;  // keys 1..victim_keys, once the victim is done
+  std::thread victim([&] {
+    locks.victim.store(std::this_thread::get_id());
+    // Inserts until one begins a migration, then one more: its help() claims the first chunk
+    // (nobody else is running) and stalls after that chunk's first head.
+    std::uint64_t key = 1;
+    for (; !table.resizing(); ++key) ASSERT_EQ(table.insert(key, key), Status::kOk);
+    ASSERT_EQ(table.insert(key, key), Status::kOk);
+    victim_keys = key;
+  });
+  ASSERT_TRUE(ccf::testing::eventually([&] { return locks.stalled.load(); }))
+      << "the victim never reached the hook";
+  ASSERT_TRUE(table.resizing());
+  ASSERT_EQ(table.resizes(), 0u);
+
+  // Others work meanwhile: each inserts its own keys (enough for a second resize), checks them,
+  // erases every other one.
+  constexpr unsigned kOthers = 4;
+  const std::uint64_t per_other = 4 * 3 * kHeads / kOthers;
+  std::atomic<std::uint64_t> wrong{0};
+  {
+    std::vector<std::jthread> others;
+    for (unsigned t = 0; t < kOthers; ++t) {
+      others.emplace_back([&, t] {
+        const std::uint64_t first = (std::uint64_t{1} << 40) + t * per_other;
+        for (std::uint64_t key = first; key < first + per_other; ++key) {
+          if (table.insert(key, key) != Status::kOk) wrong.fetch_add(1);
+          if (table.find(key) != key) wrong.fetch_add(1);
+          if (key % 2 == 0 && table.erase(key) != Status::kOk) wrong.fetch_add(1);
+        }
+      });
+    }
+  }
+  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_TRUE(locks.stalled.load() && !locks.released.load());
+  EXPECT_GE(table.resizes(), 2u) << "the resizes waited for the suspended thread";
+  EXPECT_FALSE(table.resizing() && table.resizes() < 2);
+
+  locks.released.store(true);
+  victim.join();
+  ASSERT_GT(victim_keys, 3 * kHeads);
+  for (std::uint64_t key = 1; key <= victim_keys; ++key) ASSERT_EQ(table.find(key), key) << key;
+  EXPECT_EQ(table.size(), victim_keys + kOthers * per_other / 2);
+}
+
+// A table as a set whose migration has begun when the history starts: every update of the
+// history takes its share (a chunk), and lookups meet forwarded heads.
+template <class Table>
+struct MigratingSet {
+  static constexpr std::uint64_t kHeads = 8 * Table::kChunk;
+  Table table{3 * kHeads};
+  MigratingSet() {
+    for (std::uint64_t key = 1000; !table.resizing(); ++key) {
+      EXPECT_EQ(table.insert(key, key), Status::kOk);
+    }
+  }
+  Status insert(std::uint64_t key) { return table.insert(key, key); }
+  Status erase(std::uint64_t key) { return table.erase(key); }
+  bool contains(std::uint64_t key) const { return table.contains(key); }
+};
+
+TYPED_TEST(ClhtResize, HistoriesRacingAMigrationAreLinearizable) {
+  ccf::testing::check_small_histories<ccf::testing::SetModel>(
+      [] { return std::make_unique<MigratingSet<TypeParam>>(); }, ccf::testing::scaled(300, 6));
+}
+
+}  // namespace
