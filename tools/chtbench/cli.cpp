@@ -203,8 +203,10 @@ void add_run_command(CLI::App& app, RunArgs& a) {
           ->transform(in_range(1u, 4096u))
           ->capture_default_str();
   batch->excludes("--latency");
-  run->add_option("--capacity", a.config.capacity,
-                  "items every structure is sized for (default r); at least i")
+  run->add_option(
+         "--capacity", a.config.capacity,
+         "items every structure is sized for (default r); at least i for a filter, any for "
+         "a hash table, which grows (e.g. --capacity 1: built from empty)")
       ->transform(in_range(std::uint64_t{1}, kU64Max));
   run->add_option("--fp-bits", a.config.fp_bits,
                   "filters: fingerprint bits (Bloom filters: bits per item); each filter "

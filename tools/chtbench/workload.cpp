@@ -90,7 +90,8 @@ RunConfig resolve(const StructureInfo& info, RunConfig c) {
         c.threads, c.range, c.range));
   }
   if (c.capacity == 0) c.capacity = c.range;
-  if (c.capacity < c.initial) {
+  // A hash table grows: a capacity below i builds it from (nearly) empty. A filter cannot.
+  if (info.traits.filter && c.capacity < c.initial) {
     throw UsageError(
         fmt::format("--capacity {} cannot hold the --initial (i) {} items: it must lie in [{}, {}]",
                     c.capacity, c.initial, c.initial, kU64Max));
@@ -103,7 +104,7 @@ RunConfig resolve(const StructureInfo& info, RunConfig c) {
 void require_memory(const StructureInfo& info, const RunConfig& c) {
   const double bitmaps = static_cast<double>(c.range) / 8 + 4096.0 * c.threads;
   const double item_bits = info.traits.filter ? c.fp_bits : 64;
-  const double items = static_cast<double>(c.capacity) * item_bits / 8;
+  const double items = static_cast<double>(std::max(c.capacity, c.initial)) * item_bits / 8;
   std::string sizes =
       fmt::format("--initial {}, --range {} and --capacity {}", c.initial, c.range, c.capacity);
   if (info.traits.filter) sizes += fmt::format(" at --fp-bits {}", c.fp_bits);

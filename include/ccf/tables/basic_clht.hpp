@@ -15,10 +15,13 @@
 //                              tables.current(), a head whose lock word reads kMigrated is
 //                              followed to table->successor()), exclusive with every other
 //                              update of that chain and with its migration
-//   migrate(head, copy)        copy(head) exclusive with the head's updates, then the head's lock
-//                              word set to kMigrated (release); clht::Migrate says what happened
-//                              (a head held by an update may be skipped: kBusy). copy never
-//                              throws; false means it wrote nothing and needs heap buckets
+//   migrating(f)               f(), a run of migrate() calls, in one section if the policy has a
+//                              section to take (the global lock: taken once per run, not per head)
+//   migrate(head, copy)        within migrating(): copy(head) exclusive with the head's updates,
+//                              then the head's lock word set to kMigrated (release); clht::Migrate
+//                              says what happened (a head held by an update may be skipped:
+//                              kBusy). copy never throws; false means it wrote nothing and needs
+//                              heap buckets, which are allocated outside migrating()
 //   speculative()              whether sections run as hardware transactions
 //   migration_step()           optional: called between two heads a migration takes (tests
 //                              suspend a thread there)
@@ -42,8 +45,8 @@
 //
 // Operations (h = mix64(key): CLHT indexes with the raw key; mixed, adversarial or strided keys
 // cannot pile into one chain):
-//   find    no lock, no store: in the table that holds h's chain (M4), for each slot of the
-//           chain, read key, value, key again; the key unchanged means the value belongs to it
+//   find    no lock, no store: for each slot of the chain (in the table that holds it, M4),
+//           read key, value, key again; the key unchanged means the value belongs to it
 //           (the atomic snapshot of key + value). A slot whose key is not ours is skipped.
 //           (ASCY 1-4: searches do not write or wait.)
 //   contains  find without the value: each bucket's three keys compared at once (Bucket::holds).
@@ -77,12 +80,12 @@
 //       pointer was stored before any head was migrated, and the kMigrated read that led there
 //       was an acquire of a store made after).
 //   M2  One head. Writers::migrate takes old head i as an update would (its lock kFree ->
-//       kLocked, or the global lock), copies its chain into new heads 2i and 2i + 1 -- doubling
-//       with reduce_range maps old head i onto exactly those two, so no two copies share a new
-//       chain and copies need no lock in the new table -- constructing them first, then stores
-//       kMigrated (release). Nobody reads or updates new heads 2i, 2i + 1 before reading old
-//       head i as kMigrated (M4), so the copy's relaxed stores are published by that one
-//       release. Invariant: every key with hash h is in the chain of the OLDEST table held
+//       kLocked, or the global lock, held for a run of heads), copies its chain into new heads 2i
+//       and 2i + 1 -- doubling with reduce_range maps old head i onto exactly those two, so no two
+//       copies share a new chain and copies need no lock in the new table -- constructing them
+//       first, then stores kMigrated (release). Nobody reads or updates new heads 2i, 2i + 1 before
+//       reading old head i as kMigrated (M4), so the copy's relaxed stores are published by that
+//       one release. Invariant: every key with hash h is in the chain of the OLDEST table held
 //       whose head for h is not kMigrated (its "holder"); a kMigrated head never changes again.
 //       The copy first counts what it must chain and sets the buckets aside (Spares): from the
 //       new pool, else it returns false and the heap buckets are allocated with no lock held
@@ -98,13 +101,15 @@
 //       one head -- inside one copy, as inside any update -- holds that chain's updates and the
 //       end of the migration, as a suspended lock holder does; lookups, the other chains and
 //       the other heads' migration go on.) tests/clht_lb_test.cpp suspends a migrating thread.
-//   M4  Lookups never wait: a lookup reads the head's lock word (acquire); kMigrated sends it to
-//       successor() (at most one visit per table: bounded, wait-free), anything else means the
-//       chain is the holder's or was until the lookup read it: its keys change only under the
-//       head's exclusion, and once migrated never again, so the scan sees the chain as it was
-//       at moments inside the lookup -- CLHT's argument. Updates likewise follow kMigrated
-//       heads (update()) and lock the holder's head; they never wait for the migration as a
-//       whole, only for a head's lock, as before.
+//   M4  Lookups never wait: a lookup scans the chain, then reads the head's lock word (acquire,
+//       ordered after the scan): anything but kMigrated means the chain was its keys' holder
+//       throughout the scan -- kMigrated is final -- and its keys change only under the head's
+//       exclusion, so the scan saw the chain as it was at moments inside the lookup (CLHT's
+//       argument) and its answer, hit or miss, stands. kMigrated sends it on to successor()
+//       (at most one visit per table: bounded, wait-free). Reading the word after the scan,
+//       not before, keeps the common path free of a branch on whether the key was found (see
+//       present()). Updates follow kMigrated heads too (update()) and lock the holder's head;
+//       they never wait for the migration as a whole, only for a head's lock, as before.
 //   M5  Publication. Each migrated head decrements its chunk's count and the last one the
 //       chunks' count (acq_rel), so the thread that takes the last count to zero has seen every
 //       copy; it makes the new table current (TableGenerations::publish, release; current() is
@@ -115,17 +120,16 @@
 //       keeping the small Table object for successor(). An epoch (lockfree/reclamation.hpp)
 //       would cost every lookup a seq_cst store -- a full fence, which keeps consecutive
 //       lookups' cache misses from overlapping -- so lookups announce nothing, and a lookup
-//       that may still be in the old table copes with its zeros instead: a zero key matches no
-//       key (keys are non-zero), so a hit is always genuine (key, value, key read alike); a
-//       miss re-reads the head's lock word, ordered after the scan (forwarded()), and, finding
-//       it kMigrated, goes on in the successor. That is sound because every head was kMigrated
-//       before the pages went: a scan that read a zero read it after the pages were dropped,
-//       hence after its head's kMigrated store, and the re-read, ordered after that load, sees
-//       kMigrated too (the kernel's TLB shootdown is a full barrier on every CPU that had the
-//       page mapped). Updates hold a head of the table they write, which therefore cannot be
-//       retired under them, and a late one finds 0, which is not kFree, and follows it. Tables
-//       whose chains hold heap buckets (a pool used up while resizes failed) or whose heads are
-//       on the heap (under 64 KiB) are kept whole until the map goes, as all were before.
+//       that may still be in the old table copes with its zeros instead: its check of the
+//       lock word after the scan (M4) reads kMigrated (0), and it goes on in the successor.
+//       That is sound because every head was kMigrated before the pages went: a scan that
+//       read a zero read it after the pages were dropped, hence after its head's kMigrated
+//       store, and the check, ordered after that load, sees kMigrated too (the kernel's TLB
+//       shootdown is a full barrier on every CPU that had the page mapped). Updates hold a head of
+//       the table they write, which therefore cannot be retired under them, and a late one finds 0,
+//       which is not kFree, and follows it. Tables whose chains hold heap buckets (a pool used up
+//       while resizes failed) or whose heads are on the heap (under 64 KiB) are kept whole until
+//       the map goes, as all were before.
 //
 // Memory ordering: a writer's slot stores are release and a reader's loads acquire, so a reader
 // that sees a key also sees the value written before it; the head lock's CAS is acquire and its
@@ -211,15 +215,19 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     const std::uint64_t h = hash(key);
     for (const Table* table = tables_.current();; table = table->successor()) {
       const Bucket& head = table->head(h);
-      if (head.lock.load(std::memory_order_acquire) == clht::kMigrated) continue;  // (M4)
-      for (const Bucket* b = &head; b != nullptr; b = b->next.load(std::memory_order_acquire)) {
+      std::optional<std::uint64_t> found;
+      for (const Bucket* b = &head; b != nullptr && !found;
+           b = b->next.load(std::memory_order_acquire)) {
         for (unsigned s = 0; s < kSlots; ++s) {
           if (b->key[s].load(std::memory_order_acquire) != key) continue;
           const std::uint64_t value = b->value[s].load(std::memory_order_acquire);
-          if (b->key[s].load(std::memory_order_acquire) == key) return value;
+          if (b->key[s].load(std::memory_order_acquire) == key) {
+            found = value;
+            break;
+          }
         }
       }
-      if (!forwarded(head)) return std::nullopt;
+      if (!forwarded(head)) return found;  // (M4)
     }
   }
   // find without the value, and with one branch per bucket, the chain's end, which is taken
@@ -462,27 +470,27 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     detail::ClhtSizing::check(key, Writers::kName);
   }
 
-  // Whether `head`, open when a lookup began its scan, is forwarded now: then the scan may have
-  // read a retired table's zeros (M6), and the lookup goes on in the successor. The scan's loads
-  // stay before this one: its scalar loads are acquire, and its vector loads (x86 only, where
-  // loads keep their order) are kept before it by the compiler barrier.
+  // Whether `head` is forwarded once a lookup has scanned its chain (M4): if not, the scan read
+  // the chain while it was its keys' holder. The scan's loads stay before this one: its scalar
+  // loads are acquire, and its vector loads (x86 only, where loads keep their order) are kept
+  // before it by the compiler barrier.
   static bool forwarded(const Bucket& head) noexcept {
     std::atomic_signal_fence(std::memory_order_seq_cst);
     return head.lock.load(std::memory_order_acquire) == clht::kMigrated;
   }
 
-  // contains() of a checked key with hash h.
+  // contains() of a checked key with hash h. One branch per bucket, the chain's end, and one on
+  // the forwarding word, both predictable: none on whether the key was found (see Bucket::holds).
   bool present(std::uint64_t key, std::uint64_t h) const {
     for (const Table* table = tables_.current();; table = table->successor()) {
       const Bucket& head = table->head(h);
-      if (head.lock.load(std::memory_order_acquire) == clht::kMigrated) continue;  // (M4)
       const Bucket* b = &head;
       bool found;
       do {
         found = b->holds(key);
         b = b->next.load(std::memory_order_acquire);
       } while (!(found | (b == nullptr)));
-      if (found || !forwarded(head)) return found;
+      if (!forwarded(head)) return found;  // (M4)
     }
   }
 
@@ -586,33 +594,37 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
     if (m.left[c].load(std::memory_order_relaxed) == 0) return false;
     Spares spares(*m.to);
     const std::uint64_t last = std::min(from.buckets, (c + 1) * kChunk);
-    for (std::uint64_t i = c * kChunk; i < last; ++i) {
-      migrate_head(from, m, i, spares);
-      if constexpr (requires(Writers & w) { w.migration_step(); }) writers_.migration_step();
+    bool completed = false;  // this thread migrated the last head
+    for (std::uint64_t i = c * kChunk; i < last;) {
+      bool needs_memory = false;
+      // One section for the run of heads (GlobalElided: one acquisition of its lock).
+      writers_.migrating([&] {
+        for (; i < last; ++i) {
+          const clht::Migrate done = writers_.migrate(
+              from.at(i), [&](const Bucket& head) { return copy(head, i, *m.to, spares); });
+          if (done == clht::Migrate::kNeedsMemory) {
+            needs_memory = true;
+            return;
+          }
+          // (M5) acq_rel: the thread that takes a count to zero has seen every copy counted
+          // before it (the counts' release sequences), so the last one publishes a table whose
+          // every head is filled.
+          if (done == clht::Migrate::kNow &&
+              m.left[c].fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+              m.chunks_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            completed = true;
+          }
+          if constexpr (requires(Writers & w) { w.migration_step(); }) writers_.migration_step();
+        }
+      });
+      if (needs_memory) spares.allocate();  // outside every section; may throw
+    }
+    if (completed) {
+      m.to->whole = true;
+      tables_.publish(m.to, m.start);
+      retire(from);
     }
     return true;
-  }
-
-  void migrate_head(Table& from, Migration& m, std::uint64_t i, Spares& spares) {
-    for (;;) {
-      const clht::Migrate done = writers_.migrate(
-          from.at(i), [&](const Bucket& head) { return copy(head, i, *m.to, spares); });
-      if (done == clht::Migrate::kNeedsMemory) {
-        spares.allocate();  // outside the section; may throw
-        continue;
-      }
-      if (done != clht::Migrate::kNow) return;
-      // (M5) acq_rel: the thread that takes a count to zero has seen every copy counted before
-      // it (the counts' release sequences), so the last one publishes a table whose every head
-      // is filled.
-      if (m.left[i / kChunk].fetch_sub(1, std::memory_order_acq_rel) == 1 &&
-          m.chunks_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        m.to->whole = true;
-        tables_.publish(m.to, m.start);
-        retire(from);
-      }
-      return;
-    }
   }
 
   // Copies old head i's chain (its lock held, or the global one) into the new heads 2i and

@@ -44,11 +44,17 @@ class BucketLocks {
     }
   }
 
+  // Each head is taken on its own (migrate()).
+  template <class F>
+  static void migrating(F&& f) {
+    f();
+  }
+
   // One try: a head held by an update is left for a later claim (kBusy), so a migrating thread
   // never waits on a chain. The CAS is acquire (the chain's last update is copied); the
   // kMigrated store release (M2: publishes the copy to whoever follows the head).
   template <class Bucket, class Copy>
-  clht::Migrate migrate(Bucket& head, Copy&& copy) {
+  static clht::Migrate migrate(Bucket& head, Copy&& copy) {
     std::uint64_t state = kFree;
     if (!head.lock.compare_exchange_strong(state, kLocked, std::memory_order_acquire)) {
       return state == kMigrated ? clht::Migrate::kAlready : clht::Migrate::kBusy;

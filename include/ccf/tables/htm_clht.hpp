@@ -72,11 +72,17 @@ class GlobalElided {
     });
   }
 
-  // One head at a time under the lock (which aborts the transactions subscribed to it), so
-  // updates run between a migration's heads; copies never throw (basic_clht.hpp, M2).
-  template <class Bucket, class Copy>
-  clht::Migrate migrate(Bucket& head, Copy&& copy) {
+  // A run of heads (at most a chunk) under the lock, which aborts the transactions subscribed
+  // to it: updates run between runs, and a fair lock is taken once per chunk, not per head.
+  // Copies never throw (basic_clht.hpp, M2), and the guard frees the lock regardless.
+  template <class F>
+  void migrating(F&& f) {
     const std::lock_guard guard(elision_.mutex());
+    f();
+  }
+  // Within migrating().
+  template <class Bucket, class Copy>
+  static clht::Migrate migrate(Bucket& head, Copy&& copy) {
     if (head.lock.load(std::memory_order_relaxed) == kMigrated) return clht::Migrate::kAlready;
     if (!copy(head)) return clht::Migrate::kNeedsMemory;
     head.lock.store(kMigrated, std::memory_order_release);  // for the lookups (M2, M4)
@@ -135,9 +141,13 @@ class BucketElided {
     return locks_.update(tables, h, f);
   }
 
+  template <class F>
+  static void migrating(F&& f) {
+    f();
+  }
   template <class Bucket, class Copy>
-  clht::Migrate migrate(Bucket& head, Copy&& copy) {
-    return locks_.migrate(head, copy);  // its kMigrated write aborts the chain's transactions
+  static clht::Migrate migrate(Bucket& head, Copy&& copy) {
+    return BucketLocks::migrate(head, copy);  // its kMigrated write aborts the chain's transactions
   }
 
   bool speculative() const noexcept { return backend_.available(); }
