@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""How a ccf hash table grows, measured with chtbench, for one or more chtbench builds side by
+side (e.g. before/after a change): rounds interleave builds and runs, and each figure is the
+median over the rounds, with every round's value printed too.
+
+  build    i items inserted by n threads (--init-threads all) into a table built from empty
+           (--capacity 1) and into one sized for i (--capacity i, as reserve(i) would):
+           build rate i / fill_seconds (M items/s), their ratio, and bytes per item after
+  resize   chtbench's resize experiment (thesis: 90% full, -u 40 --insert-pct 35, 2 threads):
+           --capacity i/0.9 against a table sized for the key range (--capacity r = 2i):
+           throughput ratio, resizes and their time; with --latency, p99.9 of inserts and
+           lookups in both runs
+
+Usage: bench/table_growth.py --bin before=PATH --bin after=PATH [--structure clht-lb]
+           [--build-initial 8388608] [--resize-initial 4194304] [--threads 2,8] [--rounds 3]
+           [--only build|resize]
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+
+
+def run(binary, args):
+    out = subprocess.run([binary, "run", "--format", "json", *args], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def median(values):
+    return statistics.median(values) if values else float("nan")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--bin", action="append", required=True, help="LABEL=PATH of a chtbench")
+    p.add_argument("--structure", default="clht-lb")
+    p.add_argument("--build-initial", type=int, default=1 << 23)
+    p.add_argument("--resize-initial", type=int, default=1 << 22)
+    p.add_argument("--threads", default="2,8")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--resize-ms", type=int, default=1000)
+    p.add_argument("--only", choices=["build", "resize"])
+    a = p.parse_args()
+    bins = [b.split("=", 1) for b in a.bin]
+    threads = [int(t) for t in a.threads.split(",")]
+    s = a.structure
+    i, ri = a.build_initial, a.resize_initial
+    build_cases = [(n, cap) for n in threads for cap in ("empty", "sized")]
+    resize_cases = [(cap, lat) for lat in (False, True) for cap in ("from90", "sized_r")]
+    res = {}  # (label, kind, case) -> list of result dicts
+    for rnd in range(a.rounds):
+        for label, path in bins:
+            if a.only != "resize":
+                for n, cap in build_cases:
+                    args = ["-s", s, "-n", str(n), "-i", str(i), "--init-threads", "all", "-d",
+                            "100", "--capacity", "1" if cap == "empty" else str(i)]
+                    r = run(path, args)
+                    res.setdefault((label, "build", (n, cap)), []).append(r)
+                    print(f"# round {rnd + 1} {label} build n={n} {cap}: "
+                          f"{i / r['fill_seconds'] / 1e6:.2f} M items/s, "
+                          f"{r['bytes_per_item']:.1f} B/item", file=sys.stderr, flush=True)
+            if a.only != "build":
+                for cap, lat in resize_cases:
+                    args = ["-s", s, "-n", "2", "-u", "40", "--insert-pct", "35", "-i", str(ri),
+                            "-d", str(a.resize_ms)]
+                    if cap == "from90":
+                        args += ["--capacity", str(int(ri / 0.9))]
+                    if lat:
+                        args.append("--latency")
+                    r = run(path, args)
+                    res.setdefault((label, "resize", (cap, lat)), []).append(r)
+                    print(f"# round {rnd + 1} {label} resize {cap}{' latency' if lat else ''}: "
+                          f"{r['throughput_mops']:.2f} Mops/s, resizes "
+                          f"{r['events'].get('resizes')}", file=sys.stderr, flush=True)
+
+    def values(label, kind, case, f):
+        return [f(r) for r in res.get((label, kind, case), [])]
+
+    def fmt(vs):
+        return " ".join(f"{v:.2f}" for v in vs)
+
+    if a.only != "resize":
+        print(f"## build: {s}, i = {i}, --init-threads all; build rate in M items/s "
+              f"(median of {a.rounds}; rounds in brackets)")
+        print("build n empty sized empty/sized B/item_empty B/item_sized")
+        for label, _ in bins:
+            for n in threads:
+                e = values(label, "build", (n, "empty"), lambda r: i / r["fill_seconds"] / 1e6)
+                z = values(label, "build", (n, "sized"), lambda r: i / r["fill_seconds"] / 1e6)
+                be = values(label, "build", (n, "empty"), lambda r: r["bytes_per_item"])
+                bz = values(label, "build", (n, "sized"), lambda r: r["bytes_per_item"])
+                print(f"{label} {n} {median(e):.2f} [{fmt(e)}] {median(z):.2f} [{fmt(z)}] "
+                      f"{median(e) / median(z):.2f} {median(be):.1f} {median(bz):.1f}")
+    if a.only != "build":
+        print(f"## resize: {s}, i = {ri}, n = 2, -u 40 --insert-pct 35, d = {a.resize_ms} ms; "
+              f"M ops/s (median of {a.rounds}; rounds in brackets)")
+        print("build from90 sized_r ratio resizes resize_ms B/item_from90 B/item_sized_r")
+        for label, _ in bins:
+            f90 = values(label, "resize", ("from90", False), lambda r: r["throughput_mops"])
+            sr = values(label, "resize", ("sized_r", False), lambda r: r["throughput_mops"])
+            rz = values(label, "resize", ("from90", False), lambda r: r["events"].get("resizes", 0))
+            rns = values(label, "resize", ("from90", False),
+                         lambda r: r["events"].get("resize_ns", 0) / 1e6)
+            b90 = values(label, "resize", ("from90", False), lambda r: r["bytes_per_item"])
+            bsr = values(label, "resize", ("sized_r", False), lambda r: r["bytes_per_item"])
+            print(f"{label} {median(f90):.2f} [{fmt(f90)}] {median(sr):.2f} [{fmt(sr)}] "
+                  f"{median(f90) / median(sr):.2f} {fmt(rz)} {fmt(rns)} {median(b90):.1f} "
+                  f"{median(bsr):.1f}")
+        print("## resize with --latency (one operation in 64 timed): p99.9 ns, median of rounds")
+        print("build class from90 sized_r from90/sized_r  (p99 from90 sized_r)")
+        for label, _ in bins:
+            for cls in ("put_suc", "get_suc", "get_fail"):
+                def pct(cap, key):
+                    return median(values(label, "resize", (cap, True),
+                                         lambda r: r["latency_ns"][cls][key]))
+                a90, asr = pct("from90", "p999"), pct("sized_r", "p999")
+                print(f"{label} {cls} {a90:.0f} {asr:.0f} {a90 / asr:.1f}  "
+                      f"({pct('from90', 'p99'):.0f} {pct('sized_r', 'p99'):.0f})")
+
+
+if __name__ == "__main__":
+    main()
