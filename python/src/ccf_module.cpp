@@ -441,6 +441,69 @@ std::ifstream open_input(const std::string& path) {
 
 // ---- the Python classes ----------------------------------------------------------------------
 
+// Runs f() for a CPython slot or METH_O function: a C++ or Python exception becomes the Python
+// error it stands for, and `failed` is returned.
+template <class R, class F>
+R guarded(R failed, F&& f) noexcept {
+  try {
+    return f();
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (const py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return failed;
+}
+
+// The C++ object of a pybind11 instance of W (or of a Python subclass).
+template <class W>
+W& self_of(PyObject* self) {
+  void* const value = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder().value_ptr();
+  if (value == nullptr) throw py::type_error("the filter was not initialized (__init__ not called)");
+  return *static_cast<W*>(value);
+}
+
+// `x in f` and f.add(x) straight from CPython's sq_contains slot and a METH_O method:
+// pybind11's dispatcher costs several hundred ns a call on this machine, many times the
+// filter's own work (docs/python.md, figures). The same calls as the pybind11 methods.
+template <class W, class Visit>
+struct FastCalls {
+  using Impl = typename W::impl_type;
+
+  static int contains(PyObject* self, PyObject* key) {
+    return guarded(-1, [&] {
+      return self_of<W>(self).read([&](const Impl& impl) {
+        return with_key(key, [&](auto k) {
+          return Visit{}(impl, [&](const auto& f) { return f.contains(k) ? 1 : 0; });
+        });
+      });
+    });
+  }
+  static PyObject* add(PyObject* self, PyObject* key) {
+    return guarded<PyObject*>(nullptr, [&] {
+      const bool stored = self_of<W>(self).write([&](Impl& impl) {
+        return with_key(key, [&](auto k) {
+          return Visit{}(impl, [&](auto& f) { return f.insert(k) == ccf::Status::kOk; });
+        });
+      });
+      return PyBool_FromLong(stored);
+    });
+  }
+
+  static void install(py::class_<W>& cls) {
+    auto* const type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+    type->tp_as_sequence->sq_contains = &contains;
+    static const std::string doc = py::str(cls.attr("add").attr("__doc__")).cast<std::string>();
+    static PyMethodDef add_def{"add", &add, METH_O, doc.c_str()};
+    PyObject* const method = PyDescr_NewMethod(type, &add_def);
+    if (method == nullptr) throw py::error_already_set();
+    cls.attr("add") = py::reinterpret_steal<py::object>(method);
+    PyType_Modified(type);
+  }
+};
+
 // The methods of every filter class. W is a Shared<Impl, S>; calls reach the filter through
 // W's lock and `visit`, which hands the C++ filter to a generic lambda (AnyShape::visit, or the
 // object itself for a single type).
@@ -545,6 +608,7 @@ void bind_filter_methods(py::class_<W>& cls, Visit visit) {
           "Bytes of memory the filter takes.");
 
   using Filter = typename filter_of<Impl>::type;
+  FastCalls<W, Visit>::install(cls);
 
   if constexpr (requires(Filter& f) { f.erase(std::uint64_t{0}); }) {
     const auto erase = [visit](W& w, py::handle key) {

@@ -86,3 +86,27 @@ def test_fpr_picks_the_fingerprint_width():
         ccf.ConcurrentCuckooFilter(1000, 1e-4)
     assert ccf.LockFreeCuckooFilter(1000, 0.05).fp_bits == 8
     assert ccf.BloomFilter(1000, 0.01).hash_count == 7
+
+
+def test_the_stub_names_every_public_class_and_method():
+    import ast
+    import pathlib
+
+    stub = ast.parse((pathlib.Path(ccf.__file__).with_name("__init__.pyi")).read_text())
+    stubbed = {node.name: {f.name for f in node.body if isinstance(f, ast.FunctionDef)}
+               for node in stub.body if isinstance(node, ast.ClassDef)}
+    bases = {node.name: [b.id for b in node.bases if isinstance(b, ast.Name)]
+             for node in stub.body if isinstance(node, ast.ClassDef)}
+
+    def methods(name):
+        return stubbed.get(name, set()).union(*(methods(b) for b in bases.get(name, [])))
+
+    for name in ccf.__all__:
+        obj = getattr(ccf, name)
+        if not isinstance(obj, type) or issubclass(obj, Exception):
+            continue
+        public = {m for m in dir(obj) if not m.startswith("_") or m in
+                  ("__contains__", "__len__", "__getitem__", "__setitem__", "__delitem__")}
+        assert public <= methods(name), (name, public - methods(name))
+        for m in public:
+            assert getattr(obj, m).__doc__, (name, m)  # every method has a docstring
