@@ -12,8 +12,10 @@
 //
 // Threads and the GIL. Single-item calls hold the GIL. Batch calls release it (keys and the
 // output array stay referenced by the call). Shared::guard_ keeps them apart:
-//   sequential types  single reads and batch reads take it shared, writes exclusive: calls from
-//                     several Python threads are serialized, never racing.
+//   sequential types  batch reads take it shared, batch writes exclusive; single calls take it
+//                     (shared to read, exclusive to write) only while a batch call runs, which
+//                     they know from a count kept under the GIL. Calls from several Python
+//                     threads are serialized, never racing.
 //   concurrent types  single calls take nothing (the C++ object is concurrent), batch calls take
 //                     it shared; save, clear and pickling take it exclusive (the library's save
 //                     and clear are not concurrent with writers).
@@ -92,7 +94,11 @@ Key key_of(py::handle key) {
     if (utf8 == nullptr) throw py::error_already_set();
     return std::string_view(utf8, static_cast<std::size_t>(size));
   }
-  if (PyIndex_Check(object)) return key_of(py::reinterpret_steal<py::object>(PyNumber_Index(object)));
+  if (PyIndex_Check(object)) {  // numpy integer scalars and other __index__ types
+    const py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(object));
+    if (!index) throw py::error_already_set();
+    return key_of(index);
+  }
   throw py::type_error(std::string("keys are int, bytes or str, not ") + Py_TYPE(object)->tp_name);
 }
 
@@ -109,11 +115,13 @@ class Batch {
  public:
   explicit Batch(py::handle keys) {
     py::module_ numpy = py::module_::import("numpy");
-    py::object array = py::isinstance<py::array>(keys) ? py::reinterpret_borrow<py::object>(keys)
-                                                       : py::object();
+    py::object array =
+        py::isinstance<py::array>(keys) ? py::reinterpret_borrow<py::object>(keys) : py::object();
     if (!array) {
-      py::list items(py::reinterpret_borrow<py::object>(keys));  // any iterable: ints become a uint64 array, others views
-      if (std::all_of(items.begin(), items.end(), [](py::handle k) { return PyLong_Check(k.ptr()); })) {
+      py::list items(py::reinterpret_borrow<py::object>(
+          keys));  // any iterable: ints become a uint64 array, others views
+      if (std::all_of(items.begin(), items.end(),
+                      [](py::handle k) { return PyLong_Check(k.ptr()); })) {
         std::vector<std::uint64_t>& ints = ints_.emplace();
         ints.reserve(items.size());
         for (py::handle k : items) ints.push_back(std::get<std::uint64_t>(key_of(k)));
@@ -194,34 +202,40 @@ class Shared {
   template <class... Args>
   explicit Shared(Args&&... args) : impl_(std::forward<Args>(args)...) {}
 
-  // Single-item calls, GIL held.
+  // Single-item calls, GIL held. A sequential object needs its lock only while a batch call
+  // runs without the GIL: batches_ counts those, and changes only under the GIL.
   template <class F>
   decltype(auto) read(F&& f) const {
     if constexpr (S == Sharing::kSequential) {
-      const std::shared_lock lock(guard_);
-      return f(impl_);
-    } else {
-      return f(impl_);
+      if (batches_ != 0) {
+        const std::shared_lock lock(guard_);
+        return f(impl_);
+      }
     }
+    return f(impl_);
   }
   template <class F>
   decltype(auto) write(F&& f) {
     if constexpr (S == Sharing::kSequential) {
-      const std::unique_lock lock(guard_);
-      return f(impl_);
-    } else {
-      return f(impl_);
+      if (batches_ != 0) {
+        const std::unique_lock lock(guard_);
+        return f(impl_);
+      }
     }
+    return f(impl_);
   }
-  // Batch calls: the GIL released first, then the lock.
+  // Batch calls: counted while the GIL is held, then the GIL released, then the lock taken (and
+  // undone in reverse order).
   template <class F>
   decltype(auto) batch_read(F&& f) const {
+    const Running running(batches_);
     const py::gil_scoped_release nogil;
     const std::shared_lock lock(guard_);
     return f(impl_);
   }
   template <class F>
   decltype(auto) batch_write(F&& f) {
+    const Running running(batches_);
     const py::gil_scoped_release nogil;
     if constexpr (S == Sharing::kSequential) {
       const std::unique_lock lock(guard_);
@@ -244,8 +258,18 @@ class Shared {
   }
 
  private:
+  // Counts a batch call for as long as it runs (constructed and destroyed under the GIL).
+  struct Running {
+    explicit Running(int& batches) : batches_(batches) { ++batches_; }
+    ~Running() { --batches_; }
+    Running(const Running&) = delete;
+    Running& operator=(const Running&) = delete;
+    int& batches_;
+  };
+
   Impl impl_;
   mutable std::shared_mutex guard_;
+  mutable int batches_ = 0;  // batch calls running; read and written with the GIL held only
 };
 
 // ---- filters of a shape chosen at run time -------------------------------------------------
@@ -280,8 +304,8 @@ class AnyShape {
   }
   template <class F>
   decltype(auto) visit(F&& f) const {
-    return std::visit([&](const auto& filter) -> decltype(auto) { return f(std::as_const(*filter)); },
-                      filter_);
+    return std::visit(
+        [&](const auto& filter) -> decltype(auto) { return f(std::as_const(*filter)); }, filter_);
   }
 
   static std::string supported() {
@@ -338,10 +362,10 @@ struct any_shape_of<std::tuple<Filters...>> {
   using type = AnyShape<Filters...>;
 };
 
-using AnySequential = typename any_shape_of<any_of_tuples<
-    SeqPacked<4>, SeqPacked<8>, SeqPacked<12>, SeqPacked<16>, SeqPacked<32>,
-    std::tuple<Seq<ccf::SemiSortedTable<8>>, Seq<ccf::SemiSortedTable<12>>,
-               Seq<ccf::SemiSortedTable<16>>>>>::type;
+using AnySequential = typename any_shape_of<
+    any_of_tuples<SeqPacked<4>, SeqPacked<8>, SeqPacked<12>, SeqPacked<16>, SeqPacked<32>,
+                  std::tuple<Seq<ccf::SemiSortedTable<8>>, Seq<ccf::SemiSortedTable<12>>,
+                             Seq<ccf::SemiSortedTable<16>>>>>::type;
 using AnyStriped = AnyShape<ccf::StripedCuckooFilter<8, 4>, ccf::StripedCuckooFilter<12, 4>,
                             ccf::StripedCuckooFilter<16, 4>>;
 using AnyLockFree = AnyShape<ccf::LockFreeCuckooFilter<4>, ccf::LockFreeCuckooFilter<8>,
@@ -356,8 +380,7 @@ unsigned fp_bits_for(double fpr, unsigned slots, const std::vector<unsigned>& wi
     if (2.0 * slots / std::ldexp(1.0, static_cast<int>(bits)) <= fpr) return bits;
   }
   throw py::value_error("fpr " + std::to_string(fpr) + " needs more fingerprint bits than " +
-                        std::to_string(widths.back()) + " (supported: " + Any::supported() +
-                        ")");
+                        std::to_string(widths.back()) + " (supported: " + Any::supported() + ")");
 }
 
 // The C++ filter type behind Impl (AnyShape's first alternative: they all offer the same).
@@ -422,8 +445,9 @@ void contains_many_parallel(const Filter& f, std::span<const K> keys, std::span<
 template <class Read>
 auto from_buffer(py::buffer data, Read&& read) {
   const py::buffer_info info = data.request();
-  ccf::detail::MemoryStreambuf buffer(std::span<const std::byte>(
-      static_cast<const std::byte*>(info.ptr), static_cast<std::size_t>(info.size * info.itemsize)));
+  ccf::detail::MemoryStreambuf buffer(
+      std::span<const std::byte>(static_cast<const std::byte*>(info.ptr),
+                                 static_cast<std::size_t>(info.size * info.itemsize)));
   std::istream in(&buffer);
   return read(in);
 }
@@ -460,8 +484,10 @@ R guarded(R failed, F&& f) noexcept {
 // The C++ object of a pybind11 instance of W (or of a Python subclass).
 template <class W>
 W& self_of(PyObject* self) {
-  void* const value = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder().value_ptr();
-  if (value == nullptr) throw py::type_error("the filter was not initialized (__init__ not called)");
+  void* const value =
+      reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder().value_ptr();
+  if (value == nullptr)
+    throw py::type_error("the filter was not initialized (__init__ not called)");
   return *static_cast<W*>(value);
 }
 
@@ -521,7 +547,8 @@ void bind_filter_methods(py::class_<W>& cls, Visit visit) {
              });
            });
          },
-         py::arg("key"), "True if the key may be in the filter: always for an added key, and for "
+         py::arg("key"),
+         "True if the key may be in the filter: always for an added key, and for "
          "others at about the false-positive rate.")
       .def(
           "add",
@@ -583,18 +610,20 @@ void bind_filter_methods(py::class_<W>& cls, Visit visit) {
           py::arg("keys"),
           "Looks up a batch of keys (as add_many takes them) without the GIL; returns a "
           "numpy.ndarray of bool, True where the key may be in the filter.")
-      .def("__len__",
-           [visit](const W& w) {
-             return w.read([&](const Impl& impl) {
-               return visit(impl, [](const auto& f) { return static_cast<std::size_t>(f.size()); });
-             });
-           },
-           "Items stored (each add that returned True, less removals).")
+      .def(
+          "__len__",
+          [visit](const W& w) {
+            return w.read([&](const Impl& impl) {
+              return visit(impl, [](const auto& f) { return static_cast<std::size_t>(f.size()); });
+            });
+          },
+          "Items stored (each add that returned True, less removals).")
       .def_property_readonly(
           "capacity",
           [visit](const W& w) {
             return w.read([&](const Impl& impl) {
-              return visit(impl, [](const auto& f) { return static_cast<std::size_t>(f.capacity()); });
+              return visit(impl,
+                           [](const auto& f) { return static_cast<std::size_t>(f.capacity()); });
             });
           },
           "Items the filter was sized for (cuckoo filters: slots in the table).")
@@ -602,7 +631,8 @@ void bind_filter_methods(py::class_<W>& cls, Visit visit) {
           "memory_bytes",
           [visit](const W& w) {
             return w.read([&](const Impl& impl) {
-              return visit(impl, [](const auto& f) { return static_cast<std::size_t>(f.memory_bytes()); });
+              return visit(
+                  impl, [](const auto& f) { return static_cast<std::size_t>(f.memory_bytes()); });
             });
           },
           "Bytes of memory the filter takes.");
@@ -610,7 +640,7 @@ void bind_filter_methods(py::class_<W>& cls, Visit visit) {
   using Filter = typename filter_of<Impl>::type;
   FastCalls<W, Visit>::install(cls);
 
-  if constexpr (requires(Filter& f) { f.erase(std::uint64_t{0}); }) {
+  if constexpr (requires(Filter & f) { f.erase(std::uint64_t{0}); }) {
     const auto erase = [visit](W& w, py::handle key) {
       return w.write([&](Impl& impl) {
         return with_key(key, [&](auto k) {
@@ -640,7 +670,8 @@ void bind_filter_methods(py::class_<W>& cls, Visit visit) {
       return py::bytes(std::move(out).str());
     };
     const auto from_bytes = [](py::buffer data) {
-      return std::make_unique<W>(from_buffer(data, [](std::istream& in) { return Impl::load(in); }));
+      return std::make_unique<W>(
+          from_buffer(data, [](std::istream& in) { return Impl::load(in); }));
     };
     cls.def(
            "save",
@@ -675,11 +706,11 @@ void bind_filter_methods(py::class_<W>& cls, Visit visit) {
                         }));
   }
 
-  if constexpr (requires(Filter& f) { f.clear(); }) {
+  if constexpr (requires(Filter & f) { f.clear(); }) {
     cls.def(
-      "clear",
-      [visit](W& w) { w.alone([&](Impl& impl) { visit(impl, [](auto& f) { f.clear(); }); }); },
-      "Removes every item. Not concurrent with writers: waits for batch calls in flight.");
+        "clear",
+        [visit](W& w) { w.alone([&](Impl& impl) { visit(impl, [](auto& f) { f.clear(); }); }); },
+        "Removes every item. Not concurrent with writers: waits for batch calls in flight.");
   }
 }
 
@@ -708,10 +739,12 @@ void bind_cuckoo(py::module_& m, const char* name, const std::string& doc, unsig
                        std::size_t capacity, std::optional<double> fpr,
                        std::optional<unsigned> fp_bits, unsigned bucket_size, bool semi_sorted,
                        std::optional<std::uint64_t> seed, double max_load) {
-            if (semi_sorted && !takes_semi_sorted) throw py::value_error("semi_sorted is not supported here");
+            if (semi_sorted && !takes_semi_sorted)
+              throw py::value_error("semi_sorted is not supported here");
             if (fpr && fp_bits) throw py::value_error("give fpr or fp_bits, not both");
-            const unsigned bits =
-                fp_bits ? *fp_bits : fpr ? fp_bits_for<Impl>(*fpr, bucket_size, widths) : default_bits;
+            const unsigned bits = fp_bits ? *fp_bits
+                                  : fpr   ? fp_bits_for<Impl>(*fpr, bucket_size, widths)
+                                          : default_bits;
             const ccf::FilterOptions options = filter_options(seed, max_load);
             return std::make_unique<W>(bits, bucket_size, semi_sorted, [&](auto tag) {
               using Filter = typename decltype(tag)::type;
@@ -730,14 +763,17 @@ void bind_cuckoo(py::module_& m, const char* name, const std::string& doc, unsig
          "fp_bits",
          [](const W& w) {
            return w.read([](const Impl& impl) {
-             return impl.visit([](const auto& f) { return std::remove_cvref_t<decltype(f)>::kFpBits; });
+             return impl.visit(
+                 [](const auto& f) { return std::remove_cvref_t<decltype(f)>::kFpBits; });
            });
          },
          "Fingerprint bits (of the first level, for LockFreeCuckooFilter).")
       .def_property_readonly(
           "shape",
           [](const W& w) {
-            return w.read([](const Impl& impl) { return impl.visit([](const auto& f) { return f.shape(); }); });
+            return w.read([](const Impl& impl) {
+              return impl.visit([](const auto& f) { return f.shape(); });
+            });
           },
           "The table's shape, as the library names it.")
       .def("__repr__", [name](const W& w) {
@@ -768,18 +804,21 @@ void bind_bloom(py::module_& m, const char* name, const std::string& doc) {
           "the library's message. Never full: past capacity it answers 'maybe' more often.");
   bind_filter_methods(cls, visit_self);
   cls.def_property_readonly(
-         "hash_count", [](const W& w) { return w.read([](const Impl& f) { return f.hash_count(); }); },
+         "hash_count",
+         [](const W& w) { return w.read([](const Impl& f) { return f.hash_count(); }); },
          "Hash functions (bits or counters set per key).")
       .def_property_readonly(
-          "expected_fpr", [](const W& w) { return w.read([](const Impl& f) { return f.expected_fpr(); }); },
+          "expected_fpr",
+          [](const W& w) { return w.read([](const Impl& f) { return f.expected_fpr(); }); },
           "The theoretical false-positive rate at the current size.");
 }
 
 // A CuckooMap key or value: a 64-bit signed integer.
 std::int64_t map_int(py::handle value) {
   int overflow = 0;
-  const long long v = PyLong_Check(value.ptr()) ? PyLong_AsLongLongAndOverflow(value.ptr(), &overflow)
-                                                : (overflow = 2, 0);
+  const long long v = PyLong_Check(value.ptr())
+                          ? PyLong_AsLongLongAndOverflow(value.ptr(), &overflow)
+                          : (overflow = 2, 0);
   if (overflow != 0) {
     throw py::value_error("CuckooMap keys and values are ints in [-2**63, 2**63), not " +
                           py::repr(value).cast<std::string>());
@@ -864,7 +903,8 @@ void bind_mapped(py::module_& m) {
   cls.def(
          "__contains__",
          [](const W& w, py::handle key) {
-           return with_key(key, [&](auto k) { return w.read([&](const Impl& f) { return f.contains(k); }); });
+           return with_key(
+               key, [&](auto k) { return w.read([&](const Impl& f) { return f.contains(k); }); });
          },
          py::arg("key"), "True if the key may be in the filter.")
       .def(
@@ -874,16 +914,19 @@ void bind_mapped(py::module_& m) {
             py::array_t<bool> out(static_cast<py::ssize_t>(batch.size()));
             const std::span<bool> to(out.mutable_data(), batch.size());
             w.batch_read([&](const Impl& f) {
-              batch.visit([&](auto span) { contains_many_parallel<Sharing::kConcurrent>(f, span, to); });
+              batch.visit(
+                  [&](auto span) { contains_many_parallel<Sharing::kConcurrent>(f, span, to); });
             });
             return out;
           },
           py::arg("keys"), "Looks up a batch of keys without the GIL; numpy.ndarray of bool.")
-      .def("verify", [](const W& w) { w.batch_read([](const Impl& f) { f.verify(); }); },
-           "Checks the payload checksum (reads the whole file); raises ccf.FormatError if it "
-           "does not hold.")
-      .def("__len__", [](const W& w) { return w.read([](const Impl& f) { return f.size(); }); },
-           "Items stored, as the file's header says.")
+      .def(
+          "verify", [](const W& w) { w.batch_read([](const Impl& f) { f.verify(); }); },
+          "Checks the payload checksum (reads the whole file); raises ccf.FormatError if it "
+          "does not hold.")
+      .def(
+          "__len__", [](const W& w) { return w.read([](const Impl& f) { return f.size(); }); },
+          "Items stored, as the file's header says.")
       .def_property_readonly(
           "capacity", [](const W& w) { return w.read([](const Impl& f) { return f.capacity(); }); },
           "Slots in the table.")
@@ -894,7 +937,8 @@ void bind_mapped(py::module_& m) {
           "shape", [](const W& w) { return w.read([](const Impl& f) { return f.shape(); }); },
           "The table's shape, as the library names it.")
       .def_property_readonly(
-          "file_bytes", [](const W& w) { return w.read([](const Impl& f) { return f.file_bytes(); }); },
+          "file_bytes",
+          [](const W& w) { return w.read([](const Impl& f) { return f.file_bytes(); }); },
           "Size of the mapped file.");
 }
 
