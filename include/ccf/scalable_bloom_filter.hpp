@@ -373,7 +373,7 @@ class ScalableBloomFilter {
                         std::to_string(kMaxSubFilters) + ")");
     }
     const std::uint64_t rest = count * kRecordBytes + 8;
-    detail::require_bloom_bytes(in, rest, "scalable filter header");
+    detail::require_bloom_bytes(in, rest, "the sub-filter records");
     // In chunks of a record each at most 1 MiB: memory follows what the stream delivers.
     for (std::uint64_t done = 0; done < rest;) {
       const std::string chunk = detail::read_up_to(
