@@ -153,6 +153,8 @@ TEST(BloomFile, MalformedFilesNameWhatIsWrong) {
   EXPECT_EQ(load_error<Blocked>(reheadered(good, 32, std::uint32_t{31})),
             "corrupted hash count 31 (this build uses " + std::to_string(filter.hash_count()) +
                 " for 10240 bits and capacity 1000)");
+  EXPECT_EQ(load_error<Blocked>(reheadered(good, 48, ~std::uint64_t{0})),
+            "corrupted item or saturation count (above 2^63 - 1)");
   EXPECT_EQ(load_error<Blocked>(reheadered(good, 56, std::uint64_t{3})),
             "corrupted saturation count (not zero in a filter without counters)");
 

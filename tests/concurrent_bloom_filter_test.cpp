@@ -133,7 +133,8 @@ TYPED_TEST(BloomPairTest, ModelNoFalseNegative) {
     std::multiset<std::uint64_t> model;
     std::vector<std::uint64_t> batch;
     std::unique_ptr<bool[]> out(new bool[64]);
-    for (int step = 0; step < 20000; ++step) {
+    const int steps = ccf::testing::scaled(20000, 4);
+    for (int step = 0; step < steps; ++step) {
       const std::uint64_t key = rng() % 3000;  // small universe: repeats and re-inserts
       switch (rng() % 4) {
         case 0:

@@ -96,6 +96,7 @@
 #include <cstdint>
 #include <cstring>
 #include <istream>
+#include <limits>
 #include <memory>
 #include <new>
 #include <optional>
@@ -810,6 +811,11 @@ class BasicBloomFilter {
                         std::to_string(Layout::hash_count(h.bits, h.capacity)) + " for " +
                         std::to_string(h.bits) + " bits and capacity " +
                         std::to_string(h.capacity) + ")");
+    }
+    // The counters are signed 64-bit (an erase subtracts).
+    constexpr std::uint64_t kMaxCount = std::numeric_limits<std::int64_t>::max();
+    if (h.items > kMaxCount || h.saturations > kMaxCount) {
+      throw FormatError("corrupted item or saturation count (above 2^63 - 1)");
     }
     if (!kCounting && h.saturations != 0) {
       throw FormatError("corrupted saturation count (not zero in a filter without counters)");
