@@ -266,6 +266,7 @@ struct StandardBloomLayout {
   static constexpr std::uint64_t kGrainBits = 64;
   static constexpr unsigned kPositionBits = 1;
   static constexpr BloomKind kKind = BloomKind::kStandard;
+  static constexpr std::size_t kPipelineDistance = 8;  // see detail/software_pipeline.hpp
 
   static unsigned hash_count(std::uint64_t bits, std::uint64_t capacity) noexcept {
     return ln2_hash_count(static_cast<double>(bits) / static_cast<double>(capacity));
@@ -323,6 +324,8 @@ struct BlockedBloomLayout {
   static constexpr std::uint64_t kGrainBits = 512;  // one 64-byte cache line
   static constexpr unsigned kPositionBits = 1;
   static constexpr BloomKind kKind = BloomKind::kBlocked;
+  // One line per key: 16 keys ahead keep as many lines in flight as a cuckoo lookup's 8.
+  static constexpr std::size_t kPipelineDistance = 16;
   static constexpr std::size_t kBlockWords = kGrainBits / 64;
 
   // k minimizing the block-load-averaged FPR at n = capacity. The FPR is unimodal in k, so
@@ -422,6 +425,7 @@ struct CountingBloomLayout {
   static constexpr std::uint64_t kGrainBits = 64;  // 16 counters
   static constexpr unsigned kPositionBits = 4;
   static constexpr BloomKind kKind = BloomKind::kCounting;
+  static constexpr std::size_t kPipelineDistance = 8;
   static constexpr unsigned kSaturated = 15;
 
   static std::uint64_t counters(std::uint64_t bits) noexcept { return bits / kPositionBits; }
@@ -711,12 +715,12 @@ class BasicBloomFilter {
   std::uint64_t saturations() const noexcept requires kCounting { return saturations_.value(); }
 
   // Inserts every key (Key: std::uint64_t or something that converts to std::string_view);
-  // returns keys.size(). Pipelined: key i + 8 is hashed and its lines prefetched (for writing)
-  // before key i is inserted, so the misses of consecutive inserts overlap. Each insert is
-  // atomic on its own (concurrent filters), the batch is not.
+  // returns keys.size(). Pipelined: key i + d (d = 16 blocked, 8 otherwise) is hashed and its
+  // lines prefetched (for writing) before key i is inserted, so the misses of consecutive
+  // inserts overlap. Each insert is atomic on its own (concurrent filters), the batch is not.
   template <class Key>
   std::size_t insert_many(std::span<const Key> keys) noexcept {
-    detail::software_pipeline(
+    detail::software_pipeline<Layout::kPipelineDistance>(
         keys.size(), [&](std::size_t i) { return stage(keys[i], true); },
         [&](std::size_t, std::uint64_t hash) {
           insert_hash(hash);
@@ -731,7 +735,7 @@ class BasicBloomFilter {
   std::size_t contains_many(std::span<const Key> keys, std::span<bool> out) const {
     if (out.size() < keys.size()) throw std::invalid_argument("contains_many: output too short");
     std::size_t hits = 0;
-    detail::software_pipeline(
+    detail::software_pipeline<Layout::kPipelineDistance>(
         keys.size(), [&](std::size_t i) { return stage(keys[i], false); },
         [&](std::size_t i, std::uint64_t hash) {
           out[i] = contains_hash(hash);
