@@ -91,6 +91,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -188,10 +189,10 @@ struct AtomicWordAccess {
   // Skips the RMW when the bits are already there: a load keeps the line shared among cores,
   // a locked OR would take it exclusive (and cost ~20 cycles) for nothing.
   static void set_bits(std::uint64_t* word, std::uint64_t mask) noexcept {
-    Ref ref(*word);
-    if ((ref.load(std::memory_order_relaxed) & mask) != mask) {
-      ref.fetch_or(mask, std::memory_order_relaxed);
-    }
+    if ((load(word) & mask) != mask) or_bits(word, mask);
+  }
+  static void or_bits(std::uint64_t* word, std::uint64_t mask) noexcept {
+    Ref(*word).fetch_or(mask, std::memory_order_relaxed);
   }
   // next may run several times (once per failed CAS); it must not count its calls.
   template <class Next>
@@ -343,7 +344,10 @@ struct BlockedBloomLayout {
   }
 
   // Sequential: each bit set in place. Concurrent: the bits gathered into one mask per word
-  // first, so that a word takes at most one RMW (none where its bits are all set already).
+  // first, so that a word takes at most one RMW, and none where its bits are all set already.
+  // Which words still lack bits is worked out without a branch per word (whether a bit is set
+  // is a coin toss in a half-full filter: a branch on it mispredicts), then only those take a
+  // locked OR, one loop step each.
   template <class Access>
   static void insert(std::uint64_t* words, std::uint64_t bits, unsigned hashes,
                      std::uint64_t hash) noexcept {
@@ -353,8 +357,13 @@ struct BlockedBloomLayout {
       for_each_bit(hashes, hash, [&masks](std::uint64_t bit) {
         masks[bit / 64] |= std::uint64_t{1} << bit % 64;
       });
-      for (std::size_t w = 0; w < kBlockWords; ++w) {
-        if (masks[w] != 0) Access::set_bits(block + w, masks[w]);
+      unsigned lacking = 0;  // bit w: word w lacks some of its bits
+      for (unsigned w = 0; w < kBlockWords; ++w) {
+        lacking |= static_cast<unsigned>((masks[w] & ~Access::load(block + w)) != 0) << w;
+      }
+      for (; lacking != 0; lacking &= lacking - 1) {
+        const auto w = static_cast<unsigned>(std::countr_zero(lacking));
+        Access::or_bits(block + w, masks[w]);
       }
     } else {
       for_each_bit(hashes, hash, [block](std::uint64_t bit) { set_bit<Access>(block, bit); });
