@@ -182,6 +182,12 @@ TEST(ScalableBloomFilter, SubFiltersMeetTheirErrors) {
   EXPECT_GT(capped->fpr_at_capacity, 1e-30);
   EXPECT_LT(capped->fpr_at_capacity, 1e-6);
   ASSERT_TRUE(ccf::detail::sub_filter_shape(10, 0.0));  // e_i underflowed to 0
+  // The header's stated floor: a capped sub-filter of any size reaches 8.3e-9 or less.
+  for (std::uint64_t c = 1; c < (std::uint64_t{1} << 36); c = c < 300 ? c + 1 : c * 3 / 2) {
+    const auto shape = ccf::detail::sub_filter_shape(c, 0.0);
+    ASSERT_TRUE(shape);
+    ASSERT_LE(shape->fpr_at_capacity, 8.3e-9) << "capacity " << c;
+  }
 }
 
 // RedisBloom's test: 1024 items, then 10240 non-members; the false positives stay at or below
