@@ -3,11 +3,13 @@
 // One blocked-filter operation touches one random 64-byte line, so its reference is a probe
 // that reads one uniformly random line per operation of a region the size of the filter,
 // batched with prefetch (16 operations' lines in flight), measured in the same run at the same
-// thread count. For each thread count: the probe; the concurrent blocked filter's inserts (the
-// whole build of --items keys, split between the threads) and lookups of random keys, batched
+// thread count. For each thread count: the concurrent blocked filter's inserts (the whole
+// build of --items keys, split between the threads) and lookups of random keys, batched
 // (insert_many / contains_many: hash ahead and prefetch) and one call per key; then the
 // sequential blocked filter, one thread. Every figure is the median of --rounds rounds, in
-// million operations per second; the ratio column is the figure over the probe's.
+// million operations per second. The probe runs right before each measurement, so that on a
+// shared machine a figure and its reference see the same load; the ratio column is the median
+// of the rounds' figure / probe ratios, the probe row the median of all its runs.
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
@@ -128,28 +130,46 @@ struct Row {
   std::string what;
   unsigned threads;
   double value;
-  double probe;
+  double ratio;  // to the probe
 };
 
-template <class Filter>
+// A measurement taken right after a probe run: its figures and their ratios to the probe.
+struct Paired {
+  std::vector<double> values, ratios;
+  void add(double value, double probe) {
+    values.push_back(value);
+    ratios.push_back(value / probe);
+  }
+  Row row(std::string what, unsigned threads) const {
+    return {std::move(what), threads, median(values), median(ratios)};
+  }
+};
+
+// probe() runs the probe once at this thread count and returns its Mops/s.
+template <class Filter, class Probe>
 void measure_filter(const std::string& name, std::uint64_t items, double bits_per_item,
-                    unsigned threads, unsigned rounds, std::uint64_t lookups, double probe,
+                    unsigned threads, unsigned rounds, std::uint64_t lookups, Probe&& probe,
                     std::vector<Row>& rows) {
   Filter filter(items, bits_per_item);
   for (const bool batched : {true, false}) {
     const std::string mode = batched ? "batched" : "plain";
-    std::vector<double> inserts, finds;
+    Paired inserts, finds;
     for (unsigned r = 0; r < rounds; ++r) {
       filter.clear();
-      inserts.push_back(mops(threads, items, [&](unsigned t, std::uint64_t ops) {
-        return run_inserts(filter, t, ops, batched);
-      }));
-      finds.push_back(mops(threads, lookups, [&](unsigned t, std::uint64_t ops) {
-        return run_lookups(filter, t, ops, batched, r);
-      }));
+      const double before_inserts = probe();
+      inserts.add(
+          mops(threads, items,
+               [&](unsigned t, std::uint64_t ops) { return run_inserts(filter, t, ops, batched); }),
+          before_inserts);
+      const double before_lookups = probe();
+      finds.add(mops(threads, lookups,
+                     [&](unsigned t, std::uint64_t ops) {
+                       return run_lookups(filter, t, ops, batched, r);
+                     }),
+                before_lookups);
     }
-    rows.push_back({name + " insert " + mode, threads, median(inserts), probe});
-    rows.push_back({name + " lookup " + mode, threads, median(finds), probe});
+    rows.push_back(inserts.row(name + " insert " + mode, threads));
+    rows.push_back(finds.row(name + " lookup " + mode, threads));
   }
   // The filter holds items keys at bits_per_item: its expected rate, as a sanity figure.
   fmt::print("# {} {} threads: {:.2f} bits/item, k = {}, expected FPR {:.4f}\n", name, threads,
@@ -188,26 +208,28 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   for (const unsigned threads : thread_counts) {
     std::vector<double> probes;
-    for (unsigned r = 0; r < rounds; ++r) {
+    const auto probe = [&] {
+      const auto stream = static_cast<std::uint64_t>(probes.size()) << 32;
       probes.push_back(mops(threads, lookups, [&](unsigned t, std::uint64_t ops) {
-        return probe_lines(region, (std::uint64_t{r} << 32) | t, ops);
+        return probe_lines(region, stream | t, ops);
       }));
-    }
-    const double probe = median(probes);
-    rows.push_back({"probe (1 line/op)", threads, probe, probe});
+      return probes.back();
+    };
+    const std::size_t first = rows.size();
+    rows.push_back({"probe (1 line/op)", threads, 0, 1});
     measure_filter<ccf::ConcurrentBlockedBloomFilter>("concurrent", items, bits_per_item, threads,
                                                       rounds, lookups, probe, rows);
     if (threads == 1) {
       measure_filter<ccf::BlockedBloomFilter>("sequential", items, bits_per_item, 1, rounds,
                                               lookups, probe, rows);
     }
+    rows[first].value = median(probes);
   }
   fmt::print("{} items, {:.1f} bits/item, {} MiB; {} rounds, medians\n", items, bits_per_item,
              shape.memory_bytes() >> 20, rounds);
   fmt::print("{:<28} {:>7} {:>9} {:>8}\n", "operation", "threads", "Mops/s", "of probe");
   for (const Row& row : rows) {
-    fmt::print("{:<28} {:>7} {:>9.2f} {:>8.2f}\n", row.what, row.threads, row.value,
-               row.value / row.probe);
+    fmt::print("{:<28} {:>7} {:>9.2f} {:>8.2f}\n", row.what, row.threads, row.value, row.ratio);
   }
   return 0;
 }
