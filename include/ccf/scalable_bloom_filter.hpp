@@ -12,12 +12,14 @@
 // by searching bits per item upward from -ln(e_i) / ln^2(2) in steps of 2.5% until its
 // expected FPR at c_i items (the layout's exact sum, BlockedBloomLayout::fpr) is at most e_i.
 // The search stops at 64 bits per item: past that the error of a sub-filter is what 64 bits
-// per item reach (about 1e-9 for large sub-filters, far less for small ones; e_i falls below
-// that after ~20 sub-filters at expansion 1, ~14 halvings of a 1% filter's e_0). Such a
-// sub-filter reports that reachable rate as its error_rate, and the filter's compound bound
-// is then the sum of the sub-filters' error_rates, slightly above error_rate: never a false
-// negative, memory at most 64 bits per item (plus one 64-byte block of rounding) per
-// sub-filter, and expected_fpr() says the truth.
+// per item reach -- 8.2e-9 (k = 20) for a sub-filter of more than a few blocks, far less for a
+// small one (a one-block sub-filter of capacity 4: 1e-21). A 1% filter's e_i falls below that
+// at i = 20 or 21 (e_i = 0.005 / 2^i), which takes 20 sub-filters of one size at expansion 1
+// (RedisBloom's own test makes 25 of capacity 4, all of which do meet their e_i). Such a
+// sub-filter reports the rate it reaches as its error_rate, and the compound bound is then
+// the sum of the sub-filters' error_rates: error_rate plus at most 8.3e-9 per capped
+// sub-filter. Never a false negative; memory at most 64 bits per item (plus one 64-byte block
+// of rounding) per sub-filter; expected_fpr() says the truth.
 //
 // The compound rate: a non-member is reported present if any sub-filter says so, so the rate
 // at the current fill is 1 - prod_i (1 - fpr_i(items_i)) <= sum_i e_i < error_rate (while no
@@ -373,7 +375,7 @@ class ScalableBloomFilter {
                         std::to_string(kMaxSubFilters) + ")");
     }
     const std::uint64_t rest = count * kRecordBytes + 8;
-    detail::require_bloom_bytes(in, rest, "scalable filter header");
+    detail::require_bloom_bytes(in, rest, "the sub-filter records");
     // In chunks of a record each at most 1 MiB: memory follows what the stream delivers.
     for (std::uint64_t done = 0; done < rest;) {
       const std::string chunk = detail::read_up_to(
