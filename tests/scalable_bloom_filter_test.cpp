@@ -162,11 +162,11 @@ TEST(ScalableBloomFilter, SubFiltersMeetTheirErrors) {
       for (int i = 0; i < 12; ++i, e /= 2, c *= 2) {
         const auto shape = ccf::detail::sub_filter_shape(c, e);
         ASSERT_TRUE(shape);
-        const double fpr = ccf::detail::BlockedBloomLayout::fpr(shape->bits, shape->hashes, c);
+        const double fpr = ccf::detail::with_layout(*shape, [&](auto layout) {
+          return decltype(layout)::fpr(shape->bits, shape->hashes, c);
+        });
         EXPECT_EQ(fpr, shape->fpr_at_capacity);
-        if (shape->bits < c * 64) {
-          EXPECT_LE(fpr, e) << "capacity " << c << " error " << e;
-        }
+        EXPECT_LE(fpr, e) << "capacity " << c << " error " << e;
       }
       const auto subs = filter.sub_filters();
       EXPECT_DOUBLE_EQ(subs[0].error_rate, rate / 2);
@@ -175,18 +175,27 @@ TEST(ScalableBloomFilter, SubFiltersMeetTheirErrors) {
   ScalableBloomFilter non_scaling({1000, 0.01, 0});
   EXPECT_DOUBLE_EQ(non_scaling.sub_filters()[0].error_rate, 0.01);
   EXPECT_FALSE(non_scaling.scaling());
-  // Underflow: e_i far below what 64 bits per item reach: capped, reported honestly, bounded.
-  const auto capped = ccf::detail::sub_filter_shape(1000000, 1e-30);
-  ASSERT_TRUE(capped);
-  EXPECT_LE(capped->bits, 1000000u * 64 + 512);
-  EXPECT_GT(capped->fpr_at_capacity, 1e-30);
-  EXPECT_LT(capped->fpr_at_capacity, 1e-6);
-  ASSERT_TRUE(ccf::detail::sub_filter_shape(10, 0.0));  // e_i underflowed to 0
-  // The header's stated floor: a capped sub-filter of any size reaches 8.3e-9 or less.
+  // Below the blocked layout's floor the standard layout meets e_i: 1e-12 as asked (RedisBloom
+  // accepts it), 1e-30 (about 90 halvings of a 1% filter's e_0) within 1024 bits per item.
+  for (const double e : {1e-12, 1e-30}) {
+    const auto shape = ccf::detail::sub_filter_shape(1000000, e);
+    ASSERT_TRUE(shape);
+    EXPECT_FALSE(shape->blocked) << e;
+    EXPECT_LE(shape->fpr_at_capacity, e);
+    EXPECT_LE(shape->bits, 1000000u * 1024);
+  }
+  EXPECT_TRUE(ccf::detail::sub_filter_shape(1000000, 1e-6)->blocked);
+  ScalableBloomFilter strict({1000, 1e-12, 0});
+  EXPECT_DOUBLE_EQ(strict.sub_filters()[0].error_rate, 1e-12);  // met, not lowered to a floor
+  for (std::uint64_t i = 0; i < 1000; ++i) ASSERT_EQ(strict.add(i), BloomAddResult::kAdded);
+  for (std::uint64_t i = 0; i < 1000; ++i) ASSERT_TRUE(strict.contains(i));
+  // e_i underflowed to 0, or past what 1024 bits per item reach: capped, reported honestly,
+  // bounded. The header's stated floor: 4.6e-49 or less at any size.
   for (std::uint64_t c = 1; c < (std::uint64_t{1} << 36); c = c < 300 ? c + 1 : c * 3 / 2) {
     const auto shape = ccf::detail::sub_filter_shape(c, 0.0);
     ASSERT_TRUE(shape);
-    ASSERT_LE(shape->fpr_at_capacity, 8.3e-9) << "capacity " << c;
+    ASSERT_LE(shape->fpr_at_capacity, 4.7e-49) << "capacity " << c;
+    ASSERT_LE(shape->bits, c * 1024 + 64) << "capacity " << c;
   }
 }
 
