@@ -31,7 +31,7 @@ class PageBuffer {
     if (bytes == 0) return;
     if (bytes < kHeapBelow) {
       mapped_size_ = (bytes + kLine - 1) & ~(kLine - 1);
-      data_ = static_cast<std::byte*>(::operator new(mapped_size_, std::align_val_t{kLine}));
+      data_ = static_cast<std::byte*>(::operator new (mapped_size_, std::align_val_t{kLine}));
       std::memset(data_, 0, mapped_size_);
       return;
     }
@@ -67,7 +67,7 @@ class PageBuffer {
     if (mapping_ != nullptr) {
       ::munmap(mapping_, mapped_size_);
     } else if (data_ != nullptr) {
-      ::operator delete(data_, std::align_val_t{kLine});
+      ::operator delete (data_, std::align_val_t{kLine});
     }
   }
 
