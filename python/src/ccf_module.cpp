@@ -71,19 +71,19 @@ class FullError : public std::runtime_error {
 // object, which the caller keeps alive.
 using Key = std::variant<std::uint64_t, std::string_view>;
 
+// An int key modulo 2^64 (`object` is an int): one pass over its digits and a look at its
+// length, no exception set; ValueError outside [-2^63, 2^64). Of the 64-bit-long ints, the
+// mask has bit 63 set for those in [2^63, 2^64) and for -2^63, clear for those below -2^63.
+std::uint64_t int_key(PyObject* object) {
+  const std::uint64_t value = PyLong_AsUnsignedLongLongMask(object);
+  const auto bits = _PyLong_NumBits(object);
+  if (bits < 64 || (bits == 64 && value >> 63 != 0)) return value;
+  throw py::value_error("integer keys must be in [-2**63, 2**64)");
+}
+
 Key key_of(py::handle key) {
   PyObject* const object = key.ptr();
-  if (PyLong_Check(object)) {
-    int overflow = 0;
-    const long long value = PyLong_AsLongLongAndOverflow(object, &overflow);
-    if (overflow == 0) return static_cast<std::uint64_t>(value);  // (-1 with an error: no overflow)
-    if (overflow > 0) {
-      const unsigned long long big = PyLong_AsUnsignedLongLong(object);
-      if (!(big == static_cast<unsigned long long>(-1) && PyErr_Occurred())) return big;
-      PyErr_Clear();
-    }
-    throw py::value_error("integer keys must be in [-2**63, 2**64)");
-  }
+  if (PyLong_Check(object)) return int_key(object);
   if (PyBytes_Check(object)) {
     return std::string_view(PyBytes_AS_STRING(object),
                             static_cast<std::size_t>(PyBytes_GET_SIZE(object)));
@@ -104,6 +104,7 @@ Key key_of(py::handle key) {
 
 template <class F>
 decltype(auto) with_key(py::handle key, F&& f) {
+  if (PyLong_CheckExact(key.ptr())) return f(int_key(key.ptr()));  // the common key, no variant
   return std::visit(std::forward<F>(f), key_of(key));
 }
 
@@ -124,7 +125,7 @@ class Batch {
                       [](py::handle k) { return PyLong_Check(k.ptr()); })) {
         std::vector<std::uint64_t>& ints = ints_.emplace();
         ints.reserve(items.size());
-        for (py::handle k : items) ints.push_back(std::get<std::uint64_t>(key_of(k)));
+        for (py::handle k : items) ints.push_back(int_key(k.ptr()));
         size_ = ints.size();
         return;
       }
@@ -481,11 +482,13 @@ R guarded(R failed, F&& f) noexcept {
   return failed;
 }
 
-// The C++ object of a pybind11 instance of W (or of a Python subclass).
+// The C++ object of a pybind11 instance of W (or of a Python subclass): pybind11's simple
+// layout (one C++ base, the case of every class here) read in place, without its lookup call.
 template <class W>
 W& self_of(PyObject* self) {
-  void* const value =
-      reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder().value_ptr();
+  auto* const instance = reinterpret_cast<py::detail::instance*>(self);
+  void* const value = instance->simple_layout ? instance->simple_value_holder[0]
+                                              : instance->get_value_and_holder().value_ptr();
   if (value == nullptr)
     throw py::type_error("the filter was not initialized (__init__ not called)");
   return *static_cast<W*>(value);
