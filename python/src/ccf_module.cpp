@@ -52,6 +52,7 @@
 #include "ccf/cuckoo_filter.hpp"
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
 #include "ccf/mapped_cuckoo_filter.hpp"
+#include "ccf/scalable_bloom_filter.hpp"
 #include "ccf/tables/cuckoo_map.hpp"
 
 namespace py = pybind11;
@@ -476,6 +477,8 @@ R guarded(R failed, F&& f) noexcept {
     e.restore();
   } catch (const py::builtin_exception& e) {
     e.set_error();
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }
@@ -731,7 +734,7 @@ ccf::FilterOptions filter_options(std::optional<std::uint64_t> seed, double max_
 constexpr const char* kSequentialNote =
     "\n\nThread safety: sequential. Calls from several Python threads are safe -- an internal "
     "lock serializes them (batch calls release the GIL, not the lock) -- but never run in "
-    "parallel; use ConcurrentCuckooFilter for that.";
+    "parallel; the Concurrent* classes do.";
 
 template <class Impl, Sharing S>
 void bind_cuckoo(py::module_& m, const char* name, const std::string& doc, unsigned default_bits,
@@ -814,6 +817,93 @@ void bind_bloom(py::module_& m, const char* name, const std::string& doc) {
           "expected_fpr",
           [](const W& w) { return w.read([](const Impl& f) { return f.expected_fpr(); }); },
           "The theoretical false-positive rate at the current size.");
+}
+
+constexpr const char* kConcurrentBloomNote =
+    "\n\nThread safety: concurrent. Any Python threads may add, look up (and, counting, discard) "
+    "at once; batch calls release the GIL and run in parallel (a large contains_many also "
+    "splits over the cores). Files are the sequential filter's: either class loads the other's. "
+    "save, to_bytes, pickling and clear wait for batch calls in flight.";
+
+// ScalableBloomFilter as bind_filter_methods sees a filter: insert() is kOk when the key is in
+// the filter afterwards (added now, or already testing present), kFull when a non-scaling
+// filter is full; a sub-filter that cannot be allocated is a MemoryError.
+class Scalable {
+ public:
+  explicit Scalable(const ccf::ScalableBloomOptions& options) : filter_(options) {}
+  explicit Scalable(ccf::ScalableBloomFilter&& filter) : filter_(std::move(filter)) {}
+
+  template <class K>
+  ccf::Status insert(K key) {
+    switch (filter_.add(key)) {
+      case ccf::BloomAddResult::kAdded:
+      case ccf::BloomAddResult::kPresent:
+        return ccf::Status::kOk;
+      case ccf::BloomAddResult::kFull:
+        return ccf::Status::kFull;
+      case ccf::BloomAddResult::kNoMemory:
+        break;
+    }
+    throw std::bad_alloc();
+  }
+  template <class K>
+  bool contains(K key) const noexcept {
+    return filter_.contains(key);
+  }
+  template <class K>
+  std::size_t contains_many(std::span<const K> keys, std::span<bool> out) const {
+    filter_.contains_many(keys, out);
+    return static_cast<std::size_t>(std::count(out.begin(), out.begin() + keys.size(), true));
+  }
+  std::uint64_t size() const noexcept { return filter_.size(); }
+  std::uint64_t capacity() const noexcept { return filter_.capacity(); }
+  std::size_t memory_bytes() const noexcept { return filter_.memory_bytes(); }
+  void save(std::ostream& out) const { filter_.save(out); }
+  static Scalable load(std::istream& in) { return Scalable(ccf::ScalableBloomFilter::load(in)); }
+  const ccf::ScalableBloomFilter& filter() const noexcept { return filter_; }
+
+ private:
+  ccf::ScalableBloomFilter filter_;
+};
+
+void bind_scalable(py::module_& m) {
+  using W = Shared<Scalable, Sharing::kConcurrent>;
+  py::class_<W> cls(
+      m, "ScalableBloomFilter",
+      "A Bloom filter that grows (Scalable Bloom Filters, as RedisBloom's BF.*): a chain of "
+      "concurrent blocked Bloom filters, the newest taking new keys, each `expansion` times "
+      "the last's capacity at half its error, so the whole filter's false-positive rate stays "
+      "below `error_rate` however many keys it takes. expansion=0: one filter that refuses "
+      "keys past `capacity` (add returns False, update raises ccf.FullError). No deletion."
+      "\n\nThread safety: concurrent. Any Python threads may add and look up at once; batch "
+      "calls release the GIL and run in parallel (a large contains_many also splits over the "
+      "cores); growth takes a lock only in the add that finds the newest filter full. save, "
+      "to_bytes and pickling wait for batch calls in flight.");
+  cls.def(py::init([](std::uint64_t capacity, double error_rate, std::uint32_t expansion) {
+            return std::make_unique<W>(ccf::ScalableBloomOptions{capacity, error_rate, expansion});
+          }),
+          py::arg("capacity") = 100, py::arg("error_rate") = 0.01, py::arg("expansion") = 2,
+          "A filter whose first sub-filter holds `capacity` keys, whose false-positive rate "
+          "stays below `error_rate`, and each of whose new sub-filters holds `expansion` times "
+          "the last's keys (0: never grows). Raises ValueError for bad arguments, with the "
+          "library's message.");
+  bind_filter_methods(cls, visit_self);
+  const auto get = [](auto f) {
+    return [f](const W& w) { return w.read([&](const Scalable& s) { return f(s.filter()); }); };
+  };
+  cls.def_property_readonly("error_rate", get([](const ccf::ScalableBloomFilter& f) {
+                              return f.options().error_rate;
+                            }),
+                            "The bound on the false-positive rate the filter was made with.")
+      .def_property_readonly(
+          "expansion", get([](const ccf::ScalableBloomFilter& f) { return f.options().expansion; }),
+          "Growth factor of the sub-filters' capacities (0: the filter does not grow).")
+      .def_property_readonly(
+          "filter_count", get([](const ccf::ScalableBloomFilter& f) { return f.filter_count(); }),
+          "Sub-filters in the chain (1 until the first fills).")
+      .def_property_readonly(
+          "expected_fpr", get([](const ccf::ScalableBloomFilter& f) { return f.expected_fpr(); }),
+          "The theoretical false-positive rate at the current fill (all sub-filters).");
 }
 
 // A CuckooMap key or value: a 64-bit signed integer.
@@ -1000,6 +1090,23 @@ PYBIND11_MODULE(_ccf, m) {
       std::string("The counting Bloom filter (4-bit saturating counters): deletes, at 4x the "
                   "space for the same rate.") +
           kSequentialNote);
+
+  bind_bloom<ccf::ConcurrentBloomFilter, Sharing::kConcurrent>(
+      m, "ConcurrentBloomFilter",
+      std::string("The standard Bloom filter for many threads: lookups are loads only, adds set "
+                  "only the bits still clear (atomically). No deletion.") +
+          kConcurrentBloomNote);
+  bind_bloom<ccf::ConcurrentBlockedBloomFilter, Sharing::kConcurrent>(
+      m, "ConcurrentBlockedBloomFilter",
+      std::string("The cache-blocked Bloom filter for many threads (one 64-byte line per key). "
+                  "No deletion.") +
+          kConcurrentBloomNote);
+  bind_bloom<ccf::ConcurrentCountingBloomFilter, Sharing::kConcurrent>(
+      m, "ConcurrentCountingBloomFilter",
+      std::string("The counting Bloom filter for many threads (each counter word updated by "
+                  "compare-and-swap): deletes.") +
+          kConcurrentBloomNote);
+  bind_scalable(m);
 
   bind_map(m);
   bind_mapped(m);

@@ -18,6 +18,9 @@ TINY_FILTERS = [
     (ccf.BloomFilter, dict(bits_per_item=4)),
     (ccf.BlockedBloomFilter, dict(bits_per_item=4)),
     (ccf.CountingBloomFilter, dict(bits_per_item=8)),
+    (ccf.ConcurrentBloomFilter, dict(bits_per_item=4)),
+    (ccf.ConcurrentBlockedBloomFilter, dict(bits_per_item=4)),
+    (ccf.ConcurrentCountingBloomFilter, dict(bits_per_item=8)),
 ]
 
 FILE_CLASSES = [ccf.CuckooFilter, ccf.ConcurrentCuckooFilter, ccf.LockFreeCuckooFilter]
