@@ -1,6 +1,8 @@
 """The Bloom family: the concurrent classes and ScalableBloomFilter against a Python model, from
-8 Python threads, and in files (save/load, bytes, pickle, ccf.open, corrupt bytes)."""
+8 Python threads, and in files (save/load, bytes, pickle, ccf.open, corrupt bytes, the bytes C++
+writes)."""
 
+import pathlib
 import pickle
 import threading
 
@@ -19,6 +21,8 @@ TWINS = [(ccf.BloomFilter, ccf.ConcurrentBloomFilter),
          (ccf.BlockedBloomFilter, ccf.ConcurrentBlockedBloomFilter),
          (ccf.CountingBloomFilter, ccf.ConcurrentCountingBloomFilter)]
 THREADS = 8
+# Bloom files that C++ wrote (fuzz/make_corpus.cpp, the seed corpus of the Bloom fuzz target).
+CPP_CORPUS = pathlib.Path(__file__).resolve().parents[2] / "fuzz" / "corpus" / "bloom_filter"
 
 keys = st.one_of(st.integers(-2**63, 2**64 - 1), st.integers(0, 40), st.binary(max_size=3),
                  st.text(max_size=2))
@@ -194,3 +198,24 @@ def test_corrupt_bloom_files_raise_format_error(tmp_path, data, cls, message):
         cls.load(str(path))
     with pytest.raises(ccf.FormatError):
         pickle.loads(pickle.dumps(cls(10))[:-1].replace(b"CCFBLOOM", b"XXXXXXXX") + b".")
+
+
+@pytest.mark.parametrize("name,make,count", [
+    ("standard", lambda: ccf.BloomFilter(24, bits_per_item=8), 12),
+    ("blocked", lambda: ccf.BlockedBloomFilter(24, bits_per_item=8), 12),
+    ("counting", lambda: ccf.CountingBloomFilter(24, bits_per_item=16), 12),
+    ("scalable", lambda: ccf.ScalableBloomFilter(4, 0.01, 2), 20),
+])
+def test_python_writes_the_bytes_cpp_writes(name, make, count):
+    """fuzz/make_corpus.cpp fills each filter with the keys 1..count and saves it: Python's
+    filter of the same shape and keys writes the same bytes, and ccf.open reads the C++ file."""
+    path = CPP_CORPUS / f"{name}.bloom"
+    if not path.exists():
+        pytest.skip(f"no C++-written Bloom files in this tree ({path} is absent)")
+    f = make()
+    for key in range(1, count + 1):
+        assert f.add(key)
+    assert f.to_bytes() == path.read_bytes()
+    loaded = ccf.open(str(path))
+    assert type(loaded) is type(f) and len(loaded) == len(f)
+    assert all(key in loaded for key in range(1, count + 1))
