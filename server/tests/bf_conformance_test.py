@@ -18,10 +18,12 @@ ccfBloom- and ccfCuckoo. The cross-front-end dump test also starts a `ccf serve`
 binary comes from --ccf or the CCF_BINARY environment variable (skipped if neither is given).
 
 ccf's own choices where the contract allows (its [hash] and [layout] cases, §7): sub-filters
-are blocked Bloom filters, so byte counts, hash counts and dump bytes are ccf's; what is
+are blocked Bloom filters (standard ones where a sub-filter's error is below what the blocked
+layout reaches), so byte counts, hash counts and dump bytes are ccf's; what is
 checked instead is the model: capacities c_i = capacity * expansion^i, error ratios halved
 per sub-filter, the number of sub-filters the fewest that cover the items inserted, bits = 8 *
-bytes with bytes a positive multiple of 64, dump chunks the size of their sub-filters.
+bytes with bytes a positive multiple of 8 (whole 64-bit words), dump chunks the size of their
+sub-filters.
 """
 
 import math
@@ -168,7 +170,7 @@ class BloomChecks:
     def bf_debug(self, conn, key):
         """BF.DEBUG parsed: (items inserted, [{bytes, bits, hashes, capacity, size, ratio}]),
         with the [layout] facts ccf promises checked: bits = 8 * bytes, bytes a positive
-        multiple of 64, at least one hash, the sub-filters' sizes summing to the total."""
+        multiple of 8, at least one hash, the sub-filters' sizes summing to the total."""
         reply = conn.call("BF.DEBUG", key)
         what = f"BF.DEBUG {key!r}: {reply!r:.600}"
         self.assertIs(type(reply), list, what)
@@ -183,7 +185,7 @@ class BloomChecks:
             self.assertTrue(m, f"{what}: line {line!r} is not in the contract's format")
             size_bytes, bits, hashes, capacity, size = (int(g) for g in m.groups()[:5])
             self.assertGreater(size_bytes, 0, what)
-            self.assertEqual(size_bytes % 64, 0, f"{what}: bytes not a multiple of 64")
+            self.assertEqual(size_bytes % 8, 0, f"{what}: bytes not whole 64-bit words")
             self.assertEqual(bits, 8 * size_bytes, what)
             self.assertGreaterEqual(hashes, 1, what)
             subs.append(dict(bytes=size_bytes, bits=bits, hashes=hashes, capacity=capacity,
@@ -812,7 +814,7 @@ class BFGrowthDebugTest(BFTest):
         """Continue 34 (optional BF.DEBUG): `BF.DEBUG bf` → `["size:5", "bytes:8 bits:64
         hashes:8 hashwidth:64 capacity:2 size:2 ratio:0.005", "bytes:8 bits:64 hashes:9
         hashwidth:64 capacity:4 size:3 ratio:0.0025"]` [layout][hash] — ccf: its own bytes
-        (multiple of 64, bits = 8 * bytes) and hashes (>= 1)."""
+        (whole 64-bit words, bits = 8 * bytes) and hashes (>= 1)."""
         self.assertCmd(self.c, OK, "BF.RESERVE", "bf", "0.01", "2")
         self.assertCmd(self.c, [1, 1, 1, 1, 1], "BF.MADD", "bf", "a", "b", "c", "d", "e")
         total, subs = self.bf_debug(self.c, "bf")
