@@ -871,7 +871,8 @@ void bind_scalable(py::module_& m) {
   py::class_<W> cls(
       m, "ScalableBloomFilter",
       "A Bloom filter that grows (Scalable Bloom Filters, as RedisBloom's BF.*): a chain of "
-      "concurrent blocked Bloom filters, the newest taking new keys, each `expansion` times "
+      "concurrent Bloom filters (blocked; standard where a rate is below what the blocked layout "
+      "reaches), the newest taking new keys, each `expansion` times "
       "the last's capacity at half its error, so the whole filter's false-positive rate stays "
       "below `error_rate` however many keys it takes. expansion=0: one filter that refuses "
       "keys past `capacity` (add returns False, update raises ccf.FullError). No deletion."
