@@ -70,7 +70,7 @@
 //      updates each counter by a CAS loop on its 64-bit word: lock-free. The price is in the
 //      locked ORs: ~5 per insert while a blocked filter fills, each a full barrier on x86, so
 //      its batched inserts run at about 0.3 of the memory limit where the sequential filter's
-//      reach 0.85-1.0 (docs/benchmarks.md); its lookups are the sequential machine code.
+//      reach 0.8-1.0 (docs/benchmarks.md); its lookups are the sequential machine code.
 //   2. No false negative. Once insert(x) has returned, every contains(x) that starts
 //      afterwards (happens-after the return: a join, a release/acquire handshake, a mutex) in
 //      any thread answers true -- for the counting filter, until x is erased. Why relaxed is
