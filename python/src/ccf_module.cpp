@@ -690,8 +690,8 @@ void bind_filter_methods(py::class_<W>& cls, Visit visit) {
            },
            py::arg("path"),
            "Writes the filter to a file in the library's format (docs/file-format.md), which "
-           "C++ programs and the ccf tool read. Not concurrent with writers: waits for batch "
-           "calls in flight.")
+           "C++ programs (and, for cuckoo filters, the ccf tool) read. Not concurrent with "
+           "writers: waits for batch calls in flight.")
         .def_static(
             "load",
             [](const std::string& path) {
