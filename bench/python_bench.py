@@ -4,13 +4,16 @@
 1. Batched: CuckooFilter(2**26, fp_bits=12) built to 95% load with add_many, then contains_many
    over 10**7 member and 10**7 other uint64 keys (a NumPy array) -- beside filter_bench's figures
    for the same filter in the same run (its batched build and batched lookups).
-2. Per item, Python ints: `x in f` / `f.add(x)` against `x in s` / `s.add(x)` for a built-in set
-   of the same size, with the bare loop's cost shown apart, and the memory of each.
+2. Per item, random 64-bit Python ints: `x in f` / `f.add(x)` against `x in s` / `s.add(x)` for a
+   built-in set of the same keys (the filter sized for them), with the bare loop's cost shown
+   apart, the set's case of sequential small ints beside, and the memory of each; then the
+   same at a size where the set's table fits in cache too.
 3. Debian's python3-flor (pure-Python Bloom filter) beside ccf's BloomFilter and CuckooFilter:
    same bytes keys, same false-positive target.
 
 Usage: /usr/bin/python3 bench/python_bench.py [--filter-bench build/release/bench/filter_bench]
-       [--log2-items 26] [--lookups 10000000] [--per-item 1000000] [--flor 100000]
+       [--log2-items 26] [--lookups 10000000] [--per-item 1000000] [--in-cache 10000]
+       [--flor 100000]
 (with PYTHONPATH=build/release/python, or the package installed). Prints a report.
 """
 
@@ -74,19 +77,41 @@ def batched(log2_items, lookups, filter_bench):
     return py, cpp
 
 
-def per_item(count):
-    keys = list(range(0, 2 * count, 2))  # Python ints, members
-    probe = keys[: count // 2] + list(range(1, count, 2))  # half members, half not
+def per_item(count, repeats=5):
+    # Random 64-bit keys for both: a set of sequential small ints (0, 2, 4, ...) probes
+    # consecutive slots of its table, which no hashed structure can; the row "keys 0, 2, 4"
+    # shows that case for the set alone. Lookups are half members, half not, the same list
+    # of int objects for both, in the order they were made.
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 2**64, size=count, dtype=np.uint64).tolist()
+    probe = keys[: count // 2] + rng.integers(0, 2**64, size=count - count // 2,
+                                                dtype=np.uint64).tolist()
+    s = set(keys)
+    f = ccf.CuckooFilter(count)  # sized as a user would: capacity = items
+    f.update(keys)
+    small = list(range(0, 2 * count, 2))
+    small_set = set(small)
+    small_probe = small[: count // 2] + list(range(1, count, 2))
+
+    def adds(make):  # into a new container each round: a filter keeps duplicates
+        c = make()
+        return seconds(lambda: [c.add(x) for x in keys])[0]
+
+    rounds = {"bare loop": lambda: seconds(lambda: [None for x in probe])[0],
+              "set.add": lambda: adds(set),
+              "CuckooFilter.add": lambda: adds(lambda: ccf.CuckooFilter(count)),
+              "x in set": lambda: seconds(lambda: [x in s for x in probe])[0],
+              "x in CuckooFilter": lambda: seconds(lambda: [x in f for x in probe])[0],
+              "x in set, keys 0, 2, 4..":
+                  lambda: seconds(lambda: [x in small_set for x in small_probe])[0]}
+    # Best of `repeats` rounds, the loops taking turns within a round, so that a busy spell of
+    # the shared machine does not fall on one of them only.
     rows = {}
-    s = set()
-    f = ccf.CuckooFilter(count)
-    rows["bare loop"] = (seconds(lambda: [None for x in keys])[0], None)
-    rows["set.add"] = (seconds(lambda: [s.add(x) for x in keys])[0], None)
-    rows["CuckooFilter.add"] = (seconds(lambda: [f.add(x) for x in keys])[0], None)
-    rows["x in set"] = (seconds(lambda: [x in s for x in probe])[0], None)
-    rows["x in CuckooFilter"] = (seconds(lambda: [x in f for x in probe])[0], None)
+    for _ in range(repeats):
+        for name, timed in rounds.items():
+            rows[name] = min(rows.get(name, float("inf")), timed())
     set_bytes = sys.getsizeof(s) + sum(sys.getsizeof(x) for x in keys)
-    return {k: ns(v[0], count) for k, v in rows.items()}, set_bytes, f.memory_bytes
+    return {k: ns(v, count) for k, v in rows.items()}, set_bytes, f.memory_bytes
 
 
 def flor_side_by_side(count, fpr=0.001):
@@ -113,6 +138,8 @@ def main():
     parser.add_argument("--log2-items", type=int, default=26)
     parser.add_argument("--lookups", type=int, default=10_000_000)
     parser.add_argument("--per-item", type=int, default=1_000_000)
+    parser.add_argument("--in-cache", type=int, default=10_000,
+                        help="keys of the per-item run whose set and filter both fit in cache")
     parser.add_argument("--flor", type=int, default=100_000)
     args = parser.parse_args()
 
@@ -132,14 +159,21 @@ def main():
     print(f"   false-positive rate: Python {py['fpr']:.5f}, C++ {cpp['fpr']:.5f}\n")
 
     rows, set_bytes, filter_bytes = per_item(args.per_item)
-    print(f"2. per item, Python ints, {args.per_item:,} keys (list comprehensions; "
-          f"lookups half members)")
+    print(f"2. per item, {args.per_item:,} random 64-bit Python ints (list comprehensions; "
+          f"lookups half members; best of 5 rounds taking turns)")
     for k, v in rows.items():
-        print(f"   {k:<22}{v:>8.1f} ns")
+        print(f"   {k:<26}{v:>8.1f} ns")
     print(f"   add: filter/set {rows['CuckooFilter.add'] / rows['set.add']:.2f}x; "
           f"lookup: filter/set {rows['x in CuckooFilter'] / rows['x in set']:.2f}x")
     print(f"   memory: set + its ints {set_bytes / 2**20:.1f} MiB, CuckooFilter "
-          f"{filter_bytes / 2**20:.2f} MiB ({set_bytes / filter_bytes:.0f}x less)\n")
+          f"{filter_bytes / 2**20:.2f} MiB ({set_bytes / filter_bytes:.0f}x less)")
+    # At this size the set's table (2^21 slots) misses the cache on most lookups and the
+    # filter's does not; with few keys both are in cache, which is the call's own cost.
+    small, _, _ = per_item(args.in_cache, repeats=50)
+    lookup, add = small["x in CuckooFilter"], small["CuckooFilter.add"]
+    print(f"   in cache, {args.in_cache:,} keys (best of 50): x in set {small['x in set']:.1f} ns, "
+          f"x in CuckooFilter {lookup:.1f} ns: {lookup / small['x in set']:.2f}x; "
+          f"f.add {add:.1f} ns, set.add {small['set.add']:.1f} ns\n")
 
     print(f"3. beside python3-flor, {args.flor:,} bytes keys, target fpr 0.001")
     print(f"   {'':<20}{'add (ns)':>10}{'check (ns)':>12}{'measured fpr':>14}")

@@ -8,6 +8,9 @@ without copying and release the GIL. docs/python.md has the whole guide.
 from ._ccf import (
     BlockedBloomFilter,
     BloomFilter,
+    ConcurrentBlockedBloomFilter,
+    ConcurrentBloomFilter,
+    ConcurrentCountingBloomFilter,
     ConcurrentCuckooFilter,
     CountingBloomFilter,
     CuckooFilter,
@@ -16,11 +19,15 @@ from ._ccf import (
     FullError,
     LockFreeCuckooFilter,
     MappedCuckooFilter,
+    ScalableBloomFilter,
 )
 
 __all__ = [
     "BlockedBloomFilter",
     "BloomFilter",
+    "ConcurrentBlockedBloomFilter",
+    "ConcurrentBloomFilter",
+    "ConcurrentCountingBloomFilter",
     "ConcurrentCuckooFilter",
     "CountingBloomFilter",
     "CuckooFilter",
@@ -29,26 +36,36 @@ __all__ = [
     "FullError",
     "LockFreeCuckooFilter",
     "MappedCuckooFilter",
+    "ScalableBloomFilter",
     "open",
 ]
 
 _LEVELS_FORMAT_VERSION = 2  # a grown lock-free filter (docs/file-format.md)
+# The Bloom format's kind field (offset 12) -> the class that loads it (docs/file-format.md).
+_BLOOM_KINDS = {1: BloomFilter, 2: BlockedBloomFilter, 3: CountingBloomFilter,
+                4: ScalableBloomFilter}
 
 
 def open(path, mmap=False):  # noqa: A001 -- the name the API promises, as io.open
-    """Opens a cuckoo filter file written by Python, C++ or the ccf tool.
+    """Opens a filter file written by Python, C++ or the ccf tool.
 
     With ``mmap=True``: a read-only :class:`MappedCuckooFilter` served from the file mapped into
-    memory (only the header is read and checked now; pages fault in as lookups touch them).
-    Otherwise the whole file is loaded: a :class:`LockFreeCuckooFilter` for a grown lock-free
-    filter's file (format version 2), else a :class:`CuckooFilter`. Raises ccf.FormatError for a
-    file that is not a filter, naming what is wrong.
+    memory (only the header is read and checked now; pages fault in as lookups touch them;
+    cuckoo filter files only). Otherwise the whole file is loaded: a :class:`LockFreeCuckooFilter`
+    for a grown lock-free filter's file (format version 2), the sequential Bloom class of a
+    Bloom filter's file (:class:`BloomFilter`, :class:`BlockedBloomFilter`,
+    :class:`CountingBloomFilter`; load it with the Concurrent* class for many threads), a
+    :class:`ScalableBloomFilter` for a scalable one's, else a :class:`CuckooFilter`. Raises
+    ccf.FormatError for a file that is not a filter, naming what is wrong.
     """
     if mmap:
         return MappedCuckooFilter(path)
     with builtins_open(path, "rb") as f:
-        header = f.read(12)
-    if len(header) == 12 and header[:8] == b"CCFCUCKO" and \
+        header = f.read(16)
+    if len(header) == 16 and header[:8] == b"CCFBLOOM":
+        cls = _BLOOM_KINDS.get(int.from_bytes(header[12:16], "little"), BloomFilter)
+        return cls.load(path)  # an unknown kind: BloomFilter's load names it
+    if len(header) >= 12 and header[:8] == b"CCFCUCKO" and \
             int.from_bytes(header[8:12], "little") == _LEVELS_FORMAT_VERSION:
         return LockFreeCuckooFilter.load(path)
     return CuckooFilter.load(path)

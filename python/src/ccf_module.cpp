@@ -52,6 +52,7 @@
 #include "ccf/cuckoo_filter.hpp"
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
 #include "ccf/mapped_cuckoo_filter.hpp"
+#include "ccf/scalable_bloom_filter.hpp"
 #include "ccf/tables/cuckoo_map.hpp"
 
 namespace py = pybind11;
@@ -71,19 +72,19 @@ class FullError : public std::runtime_error {
 // object, which the caller keeps alive.
 using Key = std::variant<std::uint64_t, std::string_view>;
 
+// An int key modulo 2^64 (`object` is an int): one pass over its digits and a look at its
+// length, no exception set; ValueError outside [-2^63, 2^64). Of the 64-bit-long ints, the
+// mask has bit 63 set for those in [2^63, 2^64) and for -2^63, clear for those below -2^63.
+std::uint64_t int_key(PyObject* object) {
+  const std::uint64_t value = PyLong_AsUnsignedLongLongMask(object);
+  const auto bits = _PyLong_NumBits(object);
+  if (bits < 64 || (bits == 64 && value >> 63 != 0)) return value;
+  throw py::value_error("integer keys must be in [-2**63, 2**64)");
+}
+
 Key key_of(py::handle key) {
   PyObject* const object = key.ptr();
-  if (PyLong_Check(object)) {
-    int overflow = 0;
-    const long long value = PyLong_AsLongLongAndOverflow(object, &overflow);
-    if (overflow == 0) return static_cast<std::uint64_t>(value);  // (-1 with an error: no overflow)
-    if (overflow > 0) {
-      const unsigned long long big = PyLong_AsUnsignedLongLong(object);
-      if (!(big == static_cast<unsigned long long>(-1) && PyErr_Occurred())) return big;
-      PyErr_Clear();
-    }
-    throw py::value_error("integer keys must be in [-2**63, 2**64)");
-  }
+  if (PyLong_Check(object)) return int_key(object);
   if (PyBytes_Check(object)) {
     return std::string_view(PyBytes_AS_STRING(object),
                             static_cast<std::size_t>(PyBytes_GET_SIZE(object)));
@@ -104,6 +105,7 @@ Key key_of(py::handle key) {
 
 template <class F>
 decltype(auto) with_key(py::handle key, F&& f) {
+  if (PyLong_CheckExact(key.ptr())) return f(int_key(key.ptr()));  // the common key, no variant
   return std::visit(std::forward<F>(f), key_of(key));
 }
 
@@ -124,7 +126,7 @@ class Batch {
                       [](py::handle k) { return PyLong_Check(k.ptr()); })) {
         std::vector<std::uint64_t>& ints = ints_.emplace();
         ints.reserve(items.size());
-        for (py::handle k : items) ints.push_back(std::get<std::uint64_t>(key_of(k)));
+        for (py::handle k : items) ints.push_back(int_key(k.ptr()));
         size_ = ints.size();
         return;
       }
@@ -475,17 +477,21 @@ R guarded(R failed, F&& f) noexcept {
     e.restore();
   } catch (const py::builtin_exception& e) {
     e.set_error();
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
   } catch (const std::exception& e) {
     PyErr_SetString(PyExc_RuntimeError, e.what());
   }
   return failed;
 }
 
-// The C++ object of a pybind11 instance of W (or of a Python subclass).
+// The C++ object of a pybind11 instance of W (or of a Python subclass): pybind11's simple
+// layout (one C++ base, the case of every class here) read in place, without its lookup call.
 template <class W>
 W& self_of(PyObject* self) {
-  void* const value =
-      reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder().value_ptr();
+  auto* const instance = reinterpret_cast<py::detail::instance*>(self);
+  void* const value = instance->simple_layout ? instance->simple_value_holder[0]
+                                              : instance->get_value_and_holder().value_ptr();
   if (value == nullptr)
     throw py::type_error("the filter was not initialized (__init__ not called)");
   return *static_cast<W*>(value);
@@ -684,8 +690,8 @@ void bind_filter_methods(py::class_<W>& cls, Visit visit) {
            },
            py::arg("path"),
            "Writes the filter to a file in the library's format (docs/file-format.md), which "
-           "C++ programs and the ccf tool read. Not concurrent with writers: waits for batch "
-           "calls in flight.")
+           "C++ programs (and, for cuckoo filters, the ccf tool) read. Not concurrent with "
+           "writers: waits for batch calls in flight.")
         .def_static(
             "load",
             [](const std::string& path) {
@@ -728,7 +734,7 @@ ccf::FilterOptions filter_options(std::optional<std::uint64_t> seed, double max_
 constexpr const char* kSequentialNote =
     "\n\nThread safety: sequential. Calls from several Python threads are safe -- an internal "
     "lock serializes them (batch calls release the GIL, not the lock) -- but never run in "
-    "parallel; use ConcurrentCuckooFilter for that.";
+    "parallel; the Concurrent* classes do.";
 
 template <class Impl, Sharing S>
 void bind_cuckoo(py::module_& m, const char* name, const std::string& doc, unsigned default_bits,
@@ -811,6 +817,94 @@ void bind_bloom(py::module_& m, const char* name, const std::string& doc) {
           "expected_fpr",
           [](const W& w) { return w.read([](const Impl& f) { return f.expected_fpr(); }); },
           "The theoretical false-positive rate at the current size.");
+}
+
+constexpr const char* kConcurrentBloomNote =
+    "\n\nThread safety: concurrent. Any Python threads may add, look up (and, counting, discard) "
+    "at once; batch calls release the GIL and run in parallel (a large contains_many also "
+    "splits over the cores). Files are the sequential filter's: either class loads the other's. "
+    "save, to_bytes, pickling and clear wait for batch calls in flight.";
+
+// ScalableBloomFilter as bind_filter_methods sees a filter: insert() is kOk when the key is in
+// the filter afterwards (added now, or already testing present), kFull when a non-scaling
+// filter is full; a sub-filter that cannot be allocated is a MemoryError.
+class Scalable {
+ public:
+  explicit Scalable(const ccf::ScalableBloomOptions& options) : filter_(options) {}
+  explicit Scalable(ccf::ScalableBloomFilter&& filter) : filter_(std::move(filter)) {}
+
+  template <class K>
+  ccf::Status insert(K key) {
+    switch (filter_.add(key)) {
+      case ccf::BloomAddResult::kAdded:
+      case ccf::BloomAddResult::kPresent:
+        return ccf::Status::kOk;
+      case ccf::BloomAddResult::kFull:
+        return ccf::Status::kFull;
+      case ccf::BloomAddResult::kNoMemory:
+        break;
+    }
+    throw std::bad_alloc();
+  }
+  template <class K>
+  bool contains(K key) const noexcept {
+    return filter_.contains(key);
+  }
+  template <class K>
+  std::size_t contains_many(std::span<const K> keys, std::span<bool> out) const {
+    filter_.contains_many(keys, out);
+    return static_cast<std::size_t>(std::count(out.begin(), out.begin() + keys.size(), true));
+  }
+  std::uint64_t size() const noexcept { return filter_.size(); }
+  std::uint64_t capacity() const noexcept { return filter_.capacity(); }
+  std::size_t memory_bytes() const noexcept { return filter_.memory_bytes(); }
+  void save(std::ostream& out) const { filter_.save(out); }
+  static Scalable load(std::istream& in) { return Scalable(ccf::ScalableBloomFilter::load(in)); }
+  const ccf::ScalableBloomFilter& filter() const noexcept { return filter_; }
+
+ private:
+  ccf::ScalableBloomFilter filter_;
+};
+
+void bind_scalable(py::module_& m) {
+  using W = Shared<Scalable, Sharing::kConcurrent>;
+  py::class_<W> cls(
+      m, "ScalableBloomFilter",
+      "A Bloom filter that grows (Scalable Bloom Filters, as RedisBloom's BF.*): a chain of "
+      "concurrent Bloom filters (blocked; standard where a rate is below what the blocked layout "
+      "reaches), the newest taking new keys, each `expansion` times "
+      "the last's capacity at half its error, so the whole filter's false-positive rate stays "
+      "below `error_rate` however many keys it takes. expansion=0: one filter that refuses "
+      "keys past `capacity` (add returns False, update raises ccf.FullError). No deletion."
+      "\n\nThread safety: concurrent. Any Python threads may add and look up at once; batch "
+      "calls release the GIL and run in parallel (a large contains_many also splits over the "
+      "cores); growth takes a lock only in the add that finds the newest filter full. save, "
+      "to_bytes and pickling wait for batch calls in flight.");
+  cls.def(py::init([](std::uint64_t capacity, double error_rate, std::uint32_t expansion) {
+            return std::make_unique<W>(ccf::ScalableBloomOptions{capacity, error_rate, expansion});
+          }),
+          py::arg("capacity") = 100, py::arg("error_rate") = 0.01, py::arg("expansion") = 2,
+          "A filter whose first sub-filter holds `capacity` keys, whose false-positive rate "
+          "stays below `error_rate`, and each of whose new sub-filters holds `expansion` times "
+          "the last's keys (0: never grows). Raises ValueError for bad arguments, with the "
+          "library's message.");
+  bind_filter_methods(cls, visit_self);
+  const auto get = [](auto f) {
+    return [f](const W& w) { return w.read([&](const Scalable& s) { return f(s.filter()); }); };
+  };
+  cls.def_property_readonly("error_rate", get([](const ccf::ScalableBloomFilter& f) {
+                              return f.options().error_rate;
+                            }),
+                            "The bound on the false-positive rate the filter was made with.")
+      .def_property_readonly(
+          "expansion", get([](const ccf::ScalableBloomFilter& f) { return f.options().expansion; }),
+          "Growth factor of the sub-filters' capacities (0: the filter does not grow).")
+      .def_property_readonly(
+          "filter_count", get([](const ccf::ScalableBloomFilter& f) { return f.filter_count(); }),
+          "Sub-filters in the chain (1 until the first fills).")
+      .def_property_readonly(
+          "expected_fpr", get([](const ccf::ScalableBloomFilter& f) { return f.expected_fpr(); }),
+          "The theoretical false-positive rate at the current fill (all sub-filters).");
 }
 
 // A CuckooMap key or value: a 64-bit signed integer.
@@ -997,6 +1091,23 @@ PYBIND11_MODULE(_ccf, m) {
       std::string("The counting Bloom filter (4-bit saturating counters): deletes, at 4x the "
                   "space for the same rate.") +
           kSequentialNote);
+
+  bind_bloom<ccf::ConcurrentBloomFilter, Sharing::kConcurrent>(
+      m, "ConcurrentBloomFilter",
+      std::string("The standard Bloom filter for many threads: lookups are loads only, adds set "
+                  "only the bits still clear (atomically). No deletion.") +
+          kConcurrentBloomNote);
+  bind_bloom<ccf::ConcurrentBlockedBloomFilter, Sharing::kConcurrent>(
+      m, "ConcurrentBlockedBloomFilter",
+      std::string("The cache-blocked Bloom filter for many threads (one 64-byte line per key). "
+                  "No deletion.") +
+          kConcurrentBloomNote);
+  bind_bloom<ccf::ConcurrentCountingBloomFilter, Sharing::kConcurrent>(
+      m, "ConcurrentCountingBloomFilter",
+      std::string("The counting Bloom filter for many threads (each counter word updated by "
+                  "compare-and-swap): deletes.") +
+          kConcurrentBloomNote);
+  bind_scalable(m);
 
   bind_map(m);
   bind_mapped(m);

@@ -1,9 +1,11 @@
 """Shared fixtures: every filter class with a small and a tiny shape."""
 
 import os
+import tempfile
 
 import pytest
 from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 import ccf
 
@@ -18,6 +20,9 @@ TINY_FILTERS = [
     (ccf.BloomFilter, dict(bits_per_item=4)),
     (ccf.BlockedBloomFilter, dict(bits_per_item=4)),
     (ccf.CountingBloomFilter, dict(bits_per_item=8)),
+    (ccf.ConcurrentBloomFilter, dict(bits_per_item=4)),
+    (ccf.ConcurrentBlockedBloomFilter, dict(bits_per_item=4)),
+    (ccf.ConcurrentCountingBloomFilter, dict(bits_per_item=8)),
 ]
 
 FILE_CLASSES = [ccf.CuckooFilter, ccf.ConcurrentCuckooFilter, ccf.LockFreeCuckooFilter]
@@ -40,3 +45,7 @@ def cli():
 # per-example deadline: a busy CI machine must not fail a correct test by its clock.
 settings.register_profile("ccf", database=None, deadline=None)
 settings.load_profile("ccf")
+# Its other files (a Unicode table cache) go to the temporary directory, not .hypothesis/ in the
+# directory pytest runs from, unless HYPOTHESIS_STORAGE_DIRECTORY says where.
+if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+    set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "ccf-hypothesis"))
