@@ -18,35 +18,9 @@ rounds=${1:-3}
 requests=${2:-2000000}
 threads=${3:-$(($(nproc) > 1 ? $(nproc) - 1 : 1))}
 busy_poll=${4:-50}
-ccf=build/release/tools/ccf/ccf
-for tool in redis-server redis-benchmark redis-cli; do
-  command -v "$tool" >/dev/null || { echo "serve_bench: $tool is missing (scripts/setup.sh)" >&2; exit 2; }
-done
-[[ -x $ccf ]] || { echo "serve_bench: build $ccf first (cmake --build --preset release)" >&2; exit 2; }
-
-work=$(mktemp -d)
-ccf_pid=""
-redis_port=""
-cleanup() {
-  [[ -n $ccf_pid ]] && kill "$ccf_pid" 2>/dev/null && wait "$ccf_pid" 2>/dev/null
-  [[ -n $redis_port ]] && redis-cli -p "$redis_port" shutdown nosave >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-"$ccf" serve --bind 127.0.0.1 --port 0 --threads "$threads" --busy-poll "$busy_poll" >"$work/ccf.out" 2>&1 &
-ccf_pid=$!
-for _ in $(seq 100); do grep -qs listening "$work/ccf.out" && break; sleep 0.05; done
-ccf_port=$(sed -n 's/^listening 127.0.0.1://p' "$work/ccf.out")
-[[ -n $ccf_port ]] || { echo "serve_bench: ccf serve did not start" >&2; exit 3; }
-for port in $(seq 16379 16479); do
-  if redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
-      --dir "$work" --logfile "$work/redis.log" >/dev/null 2>&1; then
-    sleep 0.3
-    redis-cli -p "$port" ping >/dev/null 2>&1 && { redis_port=$port; break; }
-  fi
-done
-[[ -n $redis_port ]] || { echo "serve_bench: redis-server did not start" >&2; exit 3; }
+bench=serve_bench
+source bench/serve_servers.sh
+start_servers "$threads" "$busy_poll"
 
 # One redis-benchmark run: prints "rps p50 p99" (ms).
 run() {

@@ -17,36 +17,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 requests=${2:-1000000}
-ccf=build/release/tools/ccf/ccf
-for tool in redis-server redis-benchmark redis-cli; do
-  command -v "$tool" >/dev/null || { echo "serve_cpu_bench: $tool is missing (scripts/setup.sh)" >&2; exit 2; }
-done
-[[ -x $ccf ]] || { echo "serve_cpu_bench: build $ccf first (cmake --build --preset release)" >&2; exit 2; }
-
-work=$(mktemp -d)
-ccf_pid=""
-redis_port=""
-cleanup() {
-  [[ -n $ccf_pid ]] && kill "$ccf_pid" 2>/dev/null && wait "$ccf_pid" 2>/dev/null
-  [[ -n $redis_port ]] && redis-cli -p "$redis_port" shutdown nosave >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-"$ccf" serve --bind 127.0.0.1 --port 0 --threads 1 --busy-poll 0 >"$work/ccf.out" 2>&1 &
-ccf_pid=$!
-for _ in $(seq 100); do grep -qs listening "$work/ccf.out" && break; sleep 0.05; done
-ccf_port=$(sed -n 's/^listening 127.0.0.1://p' "$work/ccf.out")
-[[ -n $ccf_port ]] || { echo "serve_cpu_bench: ccf serve did not start" >&2; exit 3; }
-for port in $(seq 16379 16479); do
-  if redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
-      --dir "$work" --logfile "$work/redis.log" --pidfile "$work/redis.pid" >/dev/null 2>&1; then
-    sleep 0.3
-    redis-cli -p "$port" ping >/dev/null 2>&1 && { redis_port=$port; break; }
-  fi
-done
-[[ -n $redis_port ]] || { echo "serve_cpu_bench: redis-server did not start" >&2; exit 3; }
-redis_pid=$(cat "$work/redis.pid")
+bench=serve_cpu_bench
+source bench/serve_servers.sh
+start_servers 1 0
 ticks_per_second=$(getconf CLK_TCK)
 
 # CPU ticks (user + system) the process has used so far.
@@ -97,17 +70,20 @@ done
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 echo "# CPU per request, ccf over redis (per round; median): BF.EXISTS/GET ${bf_exists_get[*]} ($(median "${bf_exists_get[@]}")), BF.ADD/SET ${bf_add_set[*]} ($(median "${bf_add_set[@]}")), CF.EXISTS/GET ${cf_exists_get[*]} ($(median "${cf_exists_get[@]}")), CF.ADD/SET ${cf_add_set[*]} ($(median "${cf_add_set[@]}"))"
 
-# Memory: a non-scaling Bloom key filled near its capacity with random items. The same clients'
-# lookups of a missing key run first, so that what their buffers cost is in the RSS before.
+# Memory: a large non-scaling Bloom key (about 48 MB, so that rounding its mapping to whole huge
+# pages weighs under 5%) given 2M random items, enough to touch every page of its bit array.
+# The same clients' lookups of a missing key run first, so that what their buffers cost is in
+# the RSS before.
 rss() { redis-cli -p "$ccf_port" INFO memory | tr -d '\r' | sed -n 's/^used_memory_rss://p'; }
 info() { redis-cli -p "$ccf_port" BF.INFO m "$1" | tail -1; }
 redis-cli -p "$ccf_port" FLUSHALL >/dev/null
 redis-benchmark -p "$ccf_port" -c 50 -P 16 -n 1000000 -r 1000000000 -q BF.EXISTS m __rand_int__ >/dev/null 2>&1
 rss_before=$(rss)
-redis-cli -p "$ccf_port" BF.RESERVE m 0.01 4000000 NONSCALING >/dev/null
-redis-benchmark -p "$ccf_port" -c 50 -P 16 -n 3800000 -r 1000000000 -q BF.ADD m __rand_int__ >/dev/null 2>&1
+redis-cli -p "$ccf_port" BF.RESERVE m 0.01 40000000 NONSCALING >/dev/null
+redis-benchmark -p "$ccf_port" -c 50 -P 16 -n 2000000 -r 1000000000 -q BF.ADD m __rand_int__ >/dev/null 2>&1
 rss_after=$(rss)
 items=$(info ITEMS)
 size=$(info SIZE)
-bits() { awk -v b="$1" -v n="$items" 'BEGIN{printf "%.2f", 8 * b / n}'; }
-echo "# memory: BF.RESERVE m 0.01 4000000 NONSCALING, $items items: BF.INFO Size $size bytes = $(bits "$size") bits/item; server RSS grew $((rss_after - rss_before)) bytes = $(bits $((rss_after - rss_before))) bits/item ($(awk -v r=$((rss_after - rss_before)) -v s="$size" 'BEGIN{printf "%.3f", r / s}') x Size)"
+capacity=$(info CAPACITY)
+bits() { awk -v b="$1" -v n="$capacity" 'BEGIN{printf "%.2f", 8 * b / n}'; }
+echo "# memory: BF.RESERVE m 0.01 40000000 NONSCALING, $items items added: BF.INFO Size $size bytes = $(bits "$size") bits per item of capacity; server RSS grew $((rss_after - rss_before)) bytes = $(bits $((rss_after - rss_before))) bits per item of capacity ($(awk -v r=$((rss_after - rss_before)) -v s="$size" 'BEGIN{printf "%.3f", r / s}') x Size)"

@@ -16,10 +16,12 @@
 #include <variant>
 
 #include "ccf/any_cuckoo_filter.hpp"
+#include "ccf/bloom_filter.hpp"
 #include "ccf/concurrent/striped_cuckoo_filter.hpp"
 #include "ccf/cuckoo_filter.hpp"
 #include "ccf/detail/filter_format.hpp"
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
+#include "ccf/scalable_bloom_filter.hpp"
 #include "ccf/store/log_store.hpp"
 
 namespace {
@@ -206,6 +208,31 @@ void resp_corpus(const fs::path& dir) {
   write(dir / "unbalanced-quotes.resp", "CF.ADD \"f x\r\n");
 }
 
+// One small filter of each Bloom kind, a scalable filter grown to 3 sub-filters, its bare
+// header (from_header's input), and the same damaged as write_malformed damages a cuckoo file.
+void bloom_filter_corpus(const fs::path& dir) {
+  const auto fill = [](auto filter) {
+    for (std::uint64_t key = 1; key <= 12; ++key) filter.insert(key);
+    return saved(filter);
+  };
+  write(dir / "standard.bloom", fill(ccf::BloomFilter(24, 8)));
+  write(dir / "blocked.bloom", fill(ccf::BlockedBloomFilter(24, 8)));
+  const std::string counting = fill(ccf::CountingBloomFilter(24, 16));
+  write(dir / "counting.bloom", counting);
+  ccf::ScalableBloomFilter scalable({4, 0.01, 2});
+  for (std::uint64_t key = 1; key <= 20; ++key) scalable.add(key);
+  write(dir / "scalable.bloom", saved(scalable));
+  write(dir / "scalable-header.bloom", scalable.header());
+  std::string bad_magic = counting;
+  bad_magic[0] = 'X';
+  write(dir / "bad-magic.bloom", bad_magic);
+  write(dir / "truncated-header.bloom", counting.substr(0, 40));
+  write(dir / "truncated-payload.bloom", counting.substr(0, counting.size() - 12));
+  std::string bad_payload = counting;
+  bad_payload[90] ^= 1;
+  write(dir / "bad-payload-checksum.bloom", bad_payload);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -215,11 +242,9 @@ int main(int argc, char** argv) {
   }
   const fs::path root = argv[1];
   const std::tuple<const char*, void (*)(const fs::path&)> targets[] = {
-      {"cuckoo_filter", cuckoo_filter_corpus},
-      {"striped_filter", striped_filter_corpus},
-      {"lock_free_filter", lock_free_filter_corpus},
-      {"log_store", log_store_corpus},
-      {"resp", resp_corpus}};
+      {"cuckoo_filter", cuckoo_filter_corpus},   {"bloom_filter", bloom_filter_corpus},
+      {"striped_filter", striped_filter_corpus}, {"lock_free_filter", lock_free_filter_corpus},
+      {"log_store", log_store_corpus},           {"resp", resp_corpus}};
   for (const auto& [name, make] : targets) {
     const fs::path dir = root / name;
     fs::create_directories(dir);

@@ -23,6 +23,8 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libboost-dev
   redis-server redis-tools python3-redis
   gnuplot-nox python3 strace
+  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-hypothesis
+  python3-setuptools python3-pip python3-venv python3-flor
 )
 
 missing=()

@@ -156,14 +156,22 @@ inline bool has_flag(const CommandFacts& facts, std::string_view flag) {
   return std::find(words.begin(), words.end(), flag) != words.end();
 }
 
-// The command of that lower-case name in a family's table (its enum in the table's order).
-template <class Command, std::size_t N>
-std::optional<Command> find_command(const std::array<CommandFacts, N>& table,
-                                    std::string_view name) {
-  for (std::size_t i = 0; i < N; ++i) {
+// A family's table: `command_table(Command{})`, which each family defines beside its enum of
+// commands, in the table's order.
+
+// The family's command of that lower-case name.
+template <class Command>
+std::optional<Command> find_command(std::string_view name) {
+  const auto& table = command_table(Command{});
+  for (std::size_t i = 0; i < table.size(); ++i) {
     if (table[i].name == name) return static_cast<Command>(i);
   }
   return std::nullopt;
+}
+
+template <class Command>
+const CommandFacts& facts_of(Command command) {
+  return command_table(command)[static_cast<std::size_t>(command)];
 }
 
 }  // namespace ccf::serve

@@ -567,8 +567,9 @@ void execute(ServerState& server, ClientState& client, const std::vector<std::st
   if (!server.password.empty() && !client.authenticated && name != "auth" && name != "quit") {
     return reply.error("NOAUTH Authentication required.");
   }
-  const std::optional<CfCommand> cf_command = find_cf_command(name);
-  const std::optional<BfCommand> bf_command = cf_command ? std::nullopt : find_bf_command(name);
+  const std::optional<CfCommand> cf_command = find_command<CfCommand>(name);
+  const std::optional<BfCommand> bf_command =
+      cf_command ? std::nullopt : find_command<BfCommand>(name);
   const bool in_family = cf_command || bf_command;
   const auto& table = handlers();
   const auto it = in_family ? table.end() : table.find(name);

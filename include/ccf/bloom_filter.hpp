@@ -67,7 +67,10 @@
 //      fetch_or (the blocked filter gathers a key's bits into per-word masks first, so at most
 //      8 RMWs, one cache line). contains is wait-free and store-free: relaxed loads only, no
 //      RMW, no lock, so lookups never take a line away from another core. The counting filter
-//      updates each counter by a CAS loop on its 64-bit word: lock-free.
+//      updates each counter by a CAS loop on its 64-bit word: lock-free. The price is in the
+//      locked ORs: ~5 per insert while a blocked filter fills, each a full barrier on x86, so
+//      its batched inserts run at about 0.3 of the memory limit where the sequential filter's
+//      reach 0.8-1.0 (docs/benchmarks.md); its lookups are the sequential machine code.
 //   2. No false negative. Once insert(x) has returned, every contains(x) that starts
 //      afterwards (happens-after the return: a join, a release/acquire handshake, a mutex) in
 //      any thread answers true -- for the counting filter, until x is erased. Why relaxed is
@@ -91,11 +94,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <istream>
+#include <limits>
 #include <memory>
 #include <new>
 #include <optional>
@@ -187,10 +192,10 @@ struct AtomicWordAccess {
   // Skips the RMW when the bits are already there: a load keeps the line shared among cores,
   // a locked OR would take it exclusive (and cost ~20 cycles) for nothing.
   static void set_bits(std::uint64_t* word, std::uint64_t mask) noexcept {
-    Ref ref(*word);
-    if ((ref.load(std::memory_order_relaxed) & mask) != mask) {
-      ref.fetch_or(mask, std::memory_order_relaxed);
-    }
+    if ((load(word) & mask) != mask) or_bits(word, mask);
+  }
+  static void or_bits(std::uint64_t* word, std::uint64_t mask) noexcept {
+    Ref(*word).fetch_or(mask, std::memory_order_relaxed);
   }
   // next may run several times (once per failed CAS); it must not count its calls.
   template <class Next>
@@ -265,6 +270,7 @@ struct StandardBloomLayout {
   static constexpr std::uint64_t kGrainBits = 64;
   static constexpr unsigned kPositionBits = 1;
   static constexpr BloomKind kKind = BloomKind::kStandard;
+  static constexpr std::size_t kPipelineDistance = 8;  // see detail/software_pipeline.hpp
 
   static unsigned hash_count(std::uint64_t bits, std::uint64_t capacity) noexcept {
     return ln2_hash_count(static_cast<double>(bits) / static_cast<double>(capacity));
@@ -322,6 +328,8 @@ struct BlockedBloomLayout {
   static constexpr std::uint64_t kGrainBits = 512;  // one 64-byte cache line
   static constexpr unsigned kPositionBits = 1;
   static constexpr BloomKind kKind = BloomKind::kBlocked;
+  // One line per key: 16 keys ahead keep as many lines in flight as a cuckoo lookup's 8.
+  static constexpr std::size_t kPipelineDistance = 16;
   static constexpr std::size_t kBlockWords = kGrainBits / 64;
 
   // k minimizing the block-load-averaged FPR at n = capacity. The FPR is unimodal in k, so
@@ -339,7 +347,10 @@ struct BlockedBloomLayout {
   }
 
   // Sequential: each bit set in place. Concurrent: the bits gathered into one mask per word
-  // first, so that a word takes at most one RMW (none where its bits are all set already).
+  // first, so that a word takes at most one RMW, and none where its bits are all set already.
+  // Which words still lack bits is worked out without a branch per word (whether a bit is set
+  // is a coin toss in a half-full filter: a branch on it mispredicts), then only those take a
+  // locked OR, one loop step each.
   template <class Access>
   static void insert(std::uint64_t* words, std::uint64_t bits, unsigned hashes,
                      std::uint64_t hash) noexcept {
@@ -349,8 +360,13 @@ struct BlockedBloomLayout {
       for_each_bit(hashes, hash, [&masks](std::uint64_t bit) {
         masks[bit / 64] |= std::uint64_t{1} << bit % 64;
       });
-      for (std::size_t w = 0; w < kBlockWords; ++w) {
-        if (masks[w] != 0) Access::set_bits(block + w, masks[w]);
+      unsigned lacking = 0;  // bit w: word w lacks some of its bits
+      for (unsigned w = 0; w < kBlockWords; ++w) {
+        lacking |= static_cast<unsigned>((masks[w] & ~Access::load(block + w)) != 0) << w;
+      }
+      for (; lacking != 0; lacking &= lacking - 1) {
+        const auto w = static_cast<unsigned>(std::countr_zero(lacking));
+        Access::or_bits(block + w, masks[w]);
       }
     } else {
       for_each_bit(hashes, hash, [block](std::uint64_t bit) { set_bit<Access>(block, bit); });
@@ -421,6 +437,7 @@ struct CountingBloomLayout {
   static constexpr std::uint64_t kGrainBits = 64;  // 16 counters
   static constexpr unsigned kPositionBits = 4;
   static constexpr BloomKind kKind = BloomKind::kCounting;
+  static constexpr std::size_t kPipelineDistance = 8;
   static constexpr unsigned kSaturated = 15;
 
   static std::uint64_t counters(std::uint64_t bits) noexcept { return bits / kPositionBits; }
@@ -710,12 +727,12 @@ class BasicBloomFilter {
   std::uint64_t saturations() const noexcept requires kCounting { return saturations_.value(); }
 
   // Inserts every key (Key: std::uint64_t or something that converts to std::string_view);
-  // returns keys.size(). Pipelined: key i + 8 is hashed and its lines prefetched (for writing)
-  // before key i is inserted, so the misses of consecutive inserts overlap. Each insert is
-  // atomic on its own (concurrent filters), the batch is not.
+  // returns keys.size(). Pipelined: key i + d (d = 16 blocked, 8 otherwise) is hashed and its
+  // lines prefetched (for writing) before key i is inserted, so the misses of consecutive
+  // inserts overlap. Each insert is atomic on its own (concurrent filters), the batch is not.
   template <class Key>
   std::size_t insert_many(std::span<const Key> keys) noexcept {
-    detail::software_pipeline(
+    detail::software_pipeline<Layout::kPipelineDistance>(
         keys.size(), [&](std::size_t i) { return stage(keys[i], true); },
         [&](std::size_t, std::uint64_t hash) {
           insert_hash(hash);
@@ -730,7 +747,7 @@ class BasicBloomFilter {
   std::size_t contains_many(std::span<const Key> keys, std::span<bool> out) const {
     if (out.size() < keys.size()) throw std::invalid_argument("contains_many: output too short");
     std::size_t hits = 0;
-    detail::software_pipeline(
+    detail::software_pipeline<Layout::kPipelineDistance>(
         keys.size(), [&](std::size_t i) { return stage(keys[i], false); },
         [&](std::size_t i, std::uint64_t hash) {
           out[i] = contains_hash(hash);
@@ -810,6 +827,11 @@ class BasicBloomFilter {
                         std::to_string(Layout::hash_count(h.bits, h.capacity)) + " for " +
                         std::to_string(h.bits) + " bits and capacity " +
                         std::to_string(h.capacity) + ")");
+    }
+    // The counters are signed 64-bit (an erase subtracts).
+    constexpr std::uint64_t kMaxCount = std::numeric_limits<std::int64_t>::max();
+    if (h.items > kMaxCount || h.saturations > kMaxCount) {
+      throw FormatError("corrupted item or saturation count (above 2^63 - 1)");
     }
     if (!kCounting && h.saturations != 0) {
       throw FormatError("corrupted saturation count (not zero in a filter without counters)");

@@ -15,6 +15,7 @@
 #include "ccf/lockfree/kcas.hpp"
 #include "ccf/lockfree/lock_free_cuckoo_filter.hpp"
 #include "ccf/lockfree/reclamation.hpp"
+#include "ccf/mapped_cuckoo_filter.hpp"
 #include "ccf/packed_table.hpp"
 #include "ccf/scalable_bloom_filter.hpp"
 #include "ccf/semi_sorted_table.hpp"

@@ -70,16 +70,31 @@ class PackedTable {
   // cache lines (1 in 11 for F = 12, b = 4) would otherwise pay an unprefetched miss for the
   // second. Where both are one line the second prefetch merges with the first.
   [[gnu::always_inline]] void prefetch(std::size_t bucket) const noexcept {
-    const std::byte* const first = storage_.data() + bucket * kBucketBytes;
-    detail::prefetch_line(first);
-    if constexpr (!kLoadsStayInOneLine) detail::prefetch_line(first + kLoadedBytes - 1);
+    prefetch_in(storage_.data(), bucket);
   }
 
   bool contains(std::size_t bucket, std::uint32_t fp) const noexcept {
+    return contains_in(storage_.data(), bucket, fp);
+  }
+
+  // The same two steps on buckets laid out at `payload` by a table of this shape (a file's
+  // payload mapped read-only: mapped_cuckoo_filter.hpp). Every bit pattern is a valid bucket;
+  // `payload` must be readable for kTailSlack bytes past the last bucket.
+  [[gnu::always_inline]] static void prefetch_in(const std::byte* payload,
+                                                 std::size_t bucket) noexcept {
+    const std::byte* const first = payload + bucket * kBucketBytes;
+    detail::prefetch_line(first);
+    if constexpr (!kLoadsStayInOneLine) detail::prefetch_line(first + kLoadedBytes - 1);
+  }
+  static bool contains_in(const std::byte* payload, std::size_t bucket, std::uint32_t fp) noexcept {
     bool found = false;
-    for (unsigned g = 0; g < kGroups; ++g) found |= Lanes::lanes_equal(group(bucket, g), fp) != 0;
+    for (unsigned g = 0; g < kGroups; ++g) {
+      found |= Lanes::lanes_equal(group_in(payload, bucket, g), fp) != 0;
+    }
     return found;
   }
+  // Bytes past the payload that a probe of the last bucket may load.
+  static constexpr std::size_t kTailSlack = 8;
 
   // Empty slots hold fingerprint 0.
   bool has_empty(std::size_t bucket) const noexcept { return contains(bucket, 0); }
@@ -149,12 +164,13 @@ class PackedTable {
   static constexpr std::size_t kLoadedBytes = (kGroups - 1) * kGroupBytes + 8;  // by group()
   static constexpr bool kLoadsStayInOneLine =
       64 % kBucketBytes == 0 && kLoadedBytes <= kBucketBytes;
-  static constexpr std::size_t kTailSlack = 8;
   using Lanes = detail::BitLanes<FpBits, kGroupLanes>;
 
+  static std::uint64_t group_in(const std::byte* payload, std::size_t bucket, unsigned g) noexcept {
+    return detail::load_u64(payload + bucket * kBucketBytes + g * kGroupBytes) & Lanes::kAllMask;
+  }
   std::uint64_t group(std::size_t bucket, unsigned g) const noexcept {
-    const std::byte* at = storage_.data() + bucket * kBucketBytes + g * kGroupBytes;
-    return detail::load_u64(at) & Lanes::kAllMask;
+    return group_in(storage_.data(), bucket, g);
   }
   void set_group(std::size_t bucket, unsigned g, std::uint64_t word) noexcept {
     std::byte* at = storage_.data() + bucket * kBucketBytes + g * kGroupBytes;

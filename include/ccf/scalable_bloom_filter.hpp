@@ -11,13 +11,18 @@
 // Sizing. The blocked layout's rate is above the standard formula's, so a sub-filter is sized
 // by searching bits per item upward from -ln(e_i) / ln^2(2) in steps of 2.5% until its
 // expected FPR at c_i items (the layout's exact sum, BlockedBloomLayout::fpr) is at most e_i.
-// The search stops at 64 bits per item: past that the error of a sub-filter is what 64 bits
-// per item reach (about 1e-9 for large sub-filters, far less for small ones; e_i falls below
-// that after ~20 sub-filters at expansion 1, ~14 halvings of a 1% filter's e_0). Such a
-// sub-filter reports that reachable rate as its error_rate, and the filter's compound bound
-// is then the sum of the sub-filters' error_rates, slightly above error_rate: never a false
-// negative, memory at most 64 bits per item (plus one 64-byte block of rounding) per
-// sub-filter, and expected_fpr() says the truth.
+// The blocked layout's rate has a floor, set by how unevenly items fall into blocks: 64 bits
+// per item reach 8.2e-9 (k = 20) in a sub-filter of more than a few blocks. A sub-filter whose
+// e_i is below what the blocked layout reaches within 64 bits per item takes the standard
+// layout instead (k up to 32 probes spread over the whole array; StandardBloomLayout), sized
+// by the same search against (1 - e^{-kn/m})^k: a 1% filter's e_i falls there at i = 20 or 21
+// (e_i = 0.005 / 2^i), which takes 20 sub-filters of one size at expansion 1, or when a rate
+// below about 1e-8 is asked for. The search stops at 1024 bits per item, which reach 4.6e-49
+// (k = 32): past about 140 halvings of a 1% filter's e_0 a sub-filter keeps that rate, reports
+// it as its error_rate, and the compound bound becomes the sum of the sub-filters'
+// error_rates, above error_rate by at most 4.6e-49 per such sub-filter. Never a false
+// negative; memory at most 1024 bits per item (plus one block of rounding) per sub-filter;
+// expected_fpr() says the truth.
 //
 // The compound rate: a non-member is reported present if any sub-filter says so, so the rate
 // at the current fill is 1 - prod_i (1 - fpr_i(items_i)) <= sum_i e_i < error_rate (while no
@@ -71,6 +76,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -92,8 +98,10 @@ enum class BloomAddResult { kAdded, kPresent, kFull, kNoMemory };
 
 namespace detail {
 
-// The most bits per item a sub-filter gets (see the top of this file, Sizing).
-inline constexpr double kSubFilterMaxBitsPerItem = kBloomMaxBitsPerItem;
+// The most bits per item a blocked sub-filter gets, and a standard one (see the top of this
+// file, Sizing).
+inline constexpr double kBlockedMaxBitsPerItem = kBloomMaxBitsPerItem;
+inline constexpr double kSubFilterMaxBitsPerItem = 1024;
 // The largest bit arrays a scalable filter (all sub-filters together) may describe.
 inline constexpr std::uint64_t kScalableMaxBytes = kBloomMaxBytes;
 // Sub-filter i > 0 hashes mix64(h, kSubFilterSalt + i): the sub-filters' bits are independent
@@ -106,25 +114,46 @@ struct SubFilterShape {
   std::uint64_t bits = 0;
   unsigned hashes = 0;
   double fpr_at_capacity = 0.0;  // the layout's rate at `capacity` items: <= error unless capped
+  bool blocked = true;           // BlockedBloomLayout, else StandardBloomLayout
 };
 
-// The shape of a sub-filter of `capacity` items and error `error`; nullopt when it would take
-// more than kScalableMaxBytes. Deterministic: from_header checks a header against it.
-inline std::optional<SubFilterShape> sub_filter_shape(std::uint64_t capacity, double error) {
-  using Layout = BlockedBloomLayout;
+// f(layout) with the layout object of that shape (an empty tag whose statics f calls).
+template <class F>
+decltype(auto) with_layout(const SubFilterShape& shape, F&& f) {
+  return shape.blocked ? f(BlockedBloomLayout{}) : f(StandardBloomLayout{});
+}
+
+// Layout's shape for `capacity` items at `error`: bits per item searched upward (Sizing) up to
+// `most_bits_per_item`, where the search stops (capped); nullopt past kScalableMaxBytes.
+template <class Layout>
+std::optional<SubFilterShape> sized_in(std::uint64_t capacity, double error,
+                                       double most_bits_per_item) {
   double bits_per_item = std::max(1.0, -std::log(error) / (kLn2 * kLn2));
   for (;;) {
-    const bool capped = !(bits_per_item < kSubFilterMaxBitsPerItem);  // also for e = 0 (inf)
-    if (capped) bits_per_item = kSubFilterMaxBitsPerItem;
+    const bool capped = !(bits_per_item < most_bits_per_item);  // also for e = 0 (inf)
+    if (capped) bits_per_item = most_bits_per_item;
     const double raw = std::ceil(static_cast<double>(capacity) * bits_per_item);
     if (raw / 8.0 > static_cast<double>(kScalableMaxBytes)) return std::nullopt;
     const std::uint64_t bits = (static_cast<std::uint64_t>(raw) + Layout::kGrainBits - 1) /
                                Layout::kGrainBits * Layout::kGrainBits;
     const unsigned hashes = Layout::hash_count(bits, capacity);
     const double fpr = Layout::fpr(bits, hashes, capacity);
-    if (fpr <= error || capped) return SubFilterShape{capacity, error, bits, hashes, fpr};
+    if (fpr <= error || capped) {
+      return SubFilterShape{capacity, error, bits,
+                            hashes,   fpr,   std::is_same_v<Layout, BlockedBloomLayout>};
+    }
     bits_per_item *= 1.025;
   }
+}
+
+// The shape of a sub-filter of `capacity` items and error `error`: blocked where that layout
+// reaches `error` within kBlockedMaxBitsPerItem, else standard. nullopt when it would take more
+// than kScalableMaxBytes. Deterministic: from_header checks a header against it.
+inline std::optional<SubFilterShape> sub_filter_shape(std::uint64_t capacity, double error) {
+  const std::optional<SubFilterShape> blocked =
+      sized_in<BlockedBloomLayout>(capacity, error, kBlockedMaxBitsPerItem);
+  if (!blocked || blocked->fpr_at_capacity <= error) return blocked;
+  return sized_in<StandardBloomLayout>(capacity, error, kSubFilterMaxBitsPerItem);
 }
 
 // The shape after `s` in a filter of growth factor `expansion`; nullopt when its capacity
@@ -147,7 +176,6 @@ inline const char* scalable_options_problem(const ScalableBloomOptions& options)
 }  // namespace detail
 
 class ScalableBloomFilter {
-  using Layout = detail::BlockedBloomLayout;
   using Access = detail::AtomicWordAccess;
 
  public:
@@ -248,7 +276,9 @@ class ScalableBloomFilter {
   double expected_fpr() const {
     double none = 1.0;
     for (const SubFilter* s = newest(); s != nullptr; s = s->older) {
-      none *= 1.0 - Layout::fpr(s->shape.bits, s->shape.hashes, s->count());
+      none *= 1.0 - detail::with_layout(s->shape, [&](auto layout) {
+                return decltype(layout)::fpr(s->shape.bits, s->shape.hashes, s->count());
+              });
     }
     return 1.0 - none;
   }
@@ -373,7 +403,7 @@ class ScalableBloomFilter {
                         std::to_string(kMaxSubFilters) + ")");
     }
     const std::uint64_t rest = count * kRecordBytes + 8;
-    detail::require_bloom_bytes(in, rest, "scalable filter header");
+    detail::require_bloom_bytes(in, rest, "the sub-filter records");
     // In chunks of a record each at most 1 MiB: memory follows what the stream delivers.
     for (std::uint64_t done = 0; done < rest;) {
       const std::string chunk = detail::read_up_to(
@@ -419,14 +449,24 @@ class ScalableBloomFilter {
     std::uint64_t hash_of(std::uint64_t hash) const noexcept {
       return index == 0 ? hash : mix64(hash, detail::kSubFilterSalt + index);
     }
+    // Each dispatches on the shape's layout: a branch that every lookup of a sub-filter takes
+    // the same way.
     bool contains(std::uint64_t hash) const noexcept {
-      return Layout::contains<Access>(words.data(), shape.bits, shape.hashes, hash_of(hash));
+      return detail::with_layout(shape, [&](auto layout) {
+        return decltype(layout)::template contains<Access>(words.data(), shape.bits, shape.hashes,
+                                                           hash_of(hash));
+      });
     }
     void insert(std::uint64_t hash) noexcept {
-      Layout::insert<Access>(words.data(), shape.bits, shape.hashes, hash_of(hash));
+      detail::with_layout(shape, [&](auto layout) {
+        decltype(layout)::template insert<Access>(words.data(), shape.bits, shape.hashes,
+                                                  hash_of(hash));
+      });
     }
     void prefetch(std::uint64_t hash) const noexcept {
-      Layout::prefetch(words.data(), shape.bits, shape.hashes, hash_of(hash), false);
+      detail::with_layout(shape, [&](auto layout) {
+        decltype(layout)::prefetch(words.data(), shape.bits, shape.hashes, hash_of(hash), false);
+      });
     }
     // Relaxed: a count; the bits it stands for are reached through the chain, not through it.
     std::uint64_t count() const noexcept { return items.load(std::memory_order_relaxed); }

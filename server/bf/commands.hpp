@@ -161,36 +161,42 @@ template <class Keys, class Args, class Reply>
 void bf_insert(Keys& keys, const Args& args, Reply& reply) {
   if (args.size() < 4) return arity_error(reply, args[0]);
   ScalableBloomOptions options = bf_default_options();
+  long long capacity = static_cast<long long>(options.capacity);
+  long long expansion = options.expansion;
+  double rate = options.error_rate;
   bool no_create = false, non_scaling = false;
   std::size_t items = 0;  // index of the first item; 0: no ITEMS yet
   for (std::size_t i = 2; i < args.size() && items == 0; ++i) {
     // RedisBloom tells the options apart by their letters.
     const std::string word = lower(args[i]);
     const auto letter = [&](std::size_t at) { return at < word.size() ? word[at] : '\0'; };
-    const auto value = [&]() -> std::optional<std::string_view> {
-      if (i + 1 >= args.size()) return std::nullopt;
-      return std::string_view(args[++i]);
+    // The value after an option word, parsed by `parse` and kept if `valid`; false after
+    // replying (no value: the arity error; a bad one: `refusal`).
+    const auto option = [&](auto parse, auto valid, std::string_view refusal, auto& into) {
+      if (i + 1 >= args.size()) {
+        arity_error(reply, args[0]);
+        return false;
+      }
+      const auto parsed = parse(std::string_view(args[++i]));
+      if (!parsed || !valid(*parsed)) {
+        reply.error(refusal);
+        return false;
+      }
+      into = *parsed;
+      return true;
+    };
+    const auto in = [](long long low, long long high) {
+      return [=](long long value) { return value >= low && value <= high; };
     };
     if (letter(0) == 'i') {
       items = i + 1;
     } else if (letter(0) == 'c') {
-      const std::optional<std::string_view> text = value();
-      if (!text) return arity_error(reply, args[0]);
-      const std::optional<long long> parsed = parse_integer(*text);
-      if (!parsed || *parsed < 1 || *parsed > kBfMaxCapacity) return reply.error("Bad capacity");
-      options.capacity = static_cast<std::uint64_t>(*parsed);
+      if (!option(parse_integer, in(1, kBfMaxCapacity), "Bad capacity", capacity)) return;
     } else if (letter(0) == 'e' && letter(1) == 'r') {
-      const std::optional<std::string_view> text = value();
-      if (!text) return arity_error(reply, args[0]);
-      const std::optional<double> parsed = parse_double(*text);
-      if (!parsed || !(*parsed > 0.0 && *parsed < 1.0)) return reply.error("Bad error rate");
-      options.error_rate = std::min(*parsed, kBfMaxErrorRate);
+      const auto below_one = [](double value) { return value > 0.0 && value < 1.0; };
+      if (!option(parse_double, below_one, "Bad error rate", rate)) return;
     } else if (letter(0) == 'e') {
-      const std::optional<std::string_view> text = value();
-      if (!text) return arity_error(reply, args[0]);
-      const std::optional<long long> parsed = parse_integer(*text);
-      if (!parsed || *parsed < 0 || *parsed > kBfMaxExpansion) return reply.error("Bad expansion");
-      options.expansion = static_cast<std::uint32_t>(*parsed);
+      if (!option(parse_integer, in(0, kBfMaxExpansion), "Bad expansion", expansion)) return;
     } else if (letter(0) == 'n' && letter(2) == 'c') {
       no_create = true;
     } else if (letter(0) == 'n') {
@@ -200,7 +206,10 @@ void bf_insert(Keys& keys, const Args& args, Reply& reply) {
     }
   }
   if (items == 0 || items >= args.size()) return arity_error(reply, args[0]);
-  if (non_scaling) options.expansion = 0;  // NONSCALING wins over an EXPANSION
+  options.capacity = static_cast<std::uint64_t>(capacity);
+  options.error_rate = std::min(rate, kBfMaxErrorRate);
+  // EXPANSION 0 makes the filter non-scaling, and NONSCALING wins over an EXPANSION.
+  options.expansion = non_scaling ? 0 : static_cast<std::uint32_t>(expansion);
   BfFilter* filter = nullptr;
   if (no_create) {
     const Lookup<BfFilter> found = look_up<BfFilter>(keys, args[1]);
@@ -402,12 +411,8 @@ inline constexpr std::array<CommandFacts, 11> kBfCommands = {{
     {"bf.debug", 2, "readonly fast", 1, 1, 1},
 }};
 
-inline std::optional<BfCommand> find_bf_command(std::string_view name) {
-  return find_command<BfCommand>(kBfCommands, name);
-}
-
-inline const CommandFacts& facts_of(BfCommand command) {
-  return kBfCommands[static_cast<std::size_t>(command)];
+constexpr const auto& command_table(BfCommand) {
+  return kBfCommands;
 }
 
 template <class Keys, class Args, class Reply>

@@ -389,13 +389,8 @@ inline constexpr std::array<CommandFacts, 14> kCfCommands = {{
     {"cf.debug", 2, "readonly fast", 1, 1, 1},
 }};
 
-// The CF.* command of that lower-case name.
-inline std::optional<CfCommand> find_cf_command(std::string_view name) {
-  return find_command<CfCommand>(kCfCommands, name);
-}
-
-inline const CommandFacts& facts_of(CfCommand command) {
-  return kCfCommands[static_cast<std::size_t>(command)];
+constexpr const auto& command_table(CfCommand) {
+  return kCfCommands;
 }
 
 template <class Keys, class Args, class Reply>

@@ -136,9 +136,8 @@ inline bool require_bloom_bytes(std::istream& in, std::uint64_t bytes, std::stri
   const auto left = bytes_remaining(in);
   if (!left) return false;
   if (*left < bytes) {
-    throw FormatError("truncated Bloom filter: " + std::string(what) + " of " +
-                      std::to_string(bytes) + " bytes announced, " + std::to_string(*left) +
-                      " present");
+    throw FormatError("truncated Bloom filter: " + std::to_string(bytes) + " bytes announced for " +
+                      std::string(what) + ", " + std::to_string(*left) + " present");
   }
   return true;
 }
@@ -177,7 +176,7 @@ void read_bloom_payload(std::istream& in, std::uint64_t bytes, Sink sink) {
 // delivered it (a complete load then briefly holds the payload twice).
 template <class Build, class Fill>
 auto load_bloom_payload(std::istream& in, std::uint64_t bytes, Build build, Fill fill) {
-  if (require_bloom_bytes(in, bytes + 8, "payload")) {
+  if (require_bloom_bytes(in, bytes + 8, "the payload and its checksum")) {
     auto result = build();
     read_bloom_payload(in, bytes, [&](std::uint64_t at, std::span<const std::byte> chunk) {
       fill(result, at, chunk);

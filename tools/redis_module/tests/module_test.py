@@ -8,7 +8,10 @@ Every server is a redis-server child of this process on a loopback port (127.0.0
 a temporary directory, started and stopped by the test that needs it (SIGKILL on this
 process's death too). Every wait is bounded. The items are checked exactly: an item whose
 add was acknowledged must be found (a filter has no false negatives); CF.EXISTS of items
-never added is checked against the false-positive bound instead.
+never added is checked against the false-positive bound instead. Bloom filters (BF.*, type
+ccfBloom-) get the same checks (BloomLoadTest, BloomPersistenceTest, BloomReplicationTest); a
+Bloom filter may answer 0 for a new item (a false positive), so an item counts as acknowledged
+once BF.MADD answered 1 or 0.
 
 CCF_MODULE_CLUSTER_ITEMS sets the cluster test's item count (default 1,000,000).
 """
@@ -33,6 +36,7 @@ REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
 START_TIMEOUT_S = 15
 CLUSTER_ITEMS = int(os.environ.get("CCF_MODULE_CLUSTER_ITEMS", "1000000"))
 TYPE_NAME = b"ccfCuckoo"
+BF_TYPE_NAME = b"ccfBloom-"  # the module's own Bloom type: RedisBloom's is MBbloom--
 
 
 def _die_with_parent():
@@ -431,6 +435,245 @@ class ClusterTest(ModuleTestCase):
             lost += sum(1 for f in found if f != 1)
         self.assertEqual(lost, 0, "acknowledged items lost in the failover")
         self.assertEqual(rc.execute_command("CF.ADD", keys[0], "after-failover"), 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bloom filters (BF.*): the same guarantees for keys of the module's ccfBloom- type.
+
+class BloomTestCase(ModuleTestCase):
+    """Helpers for BF.* keys. A Bloom filter may answer 0 for a new item (a false positive):
+    an item is acknowledged once BF.MADD answered 1 or 0, and must be found from then on."""
+
+    def bf_fill(self, client, key, values, batch=1000):
+        """BF.MADD in batches; every reply 1 or 0, at most 2 % of them 0. Returns the 1s."""
+        pipe = client.pipeline(transaction=False)
+        for start in range(0, len(values), batch):
+            pipe.execute_command("BF.MADD", key, *values[start:start + batch])
+        ones = 0
+        for reply in pipe.execute():
+            self.assertLessEqual(set(reply), {0, 1}, f"BF.MADD {key}")
+            ones += sum(reply)
+        self.assertGreaterEqual(ones, 0.98 * len(values), f"BF.MADD {key}: too many 0s")
+        return ones
+
+    def bf_all_found(self, client, key, values, batch=1000):
+        missing = []
+        for start in range(0, len(values), batch):
+            chunk = values[start:start + batch]
+            found = client.execute_command("BF.MEXISTS", key, *chunk)
+            missing += [v for v, f in zip(chunk, found) if f != 1]
+        self.assertEqual(missing[:10], [], f"{len(missing)} acknowledged items of {key} lost")
+
+    def bf_dump(self, client, key):
+        """BF.SCANDUMP's (iterator, data) pairs until iterator 0."""
+        pairs, iterator = [], 0
+        for _ in range(10000):
+            iterator, data = client.execute_command("BF.SCANDUMP", key, iterator)
+            if iterator == 0:
+                return pairs
+            pairs.append((iterator, data))
+        self.fail(f"BF.SCANDUMP {key} never ended")
+
+    def bf_populate(self, c):
+        """Bloom filters of every shape: grown to several sub-filters, non-scaling, expansion
+        3 with a capped error rate, empty, and one restored through BF.LOADCHUNK; plus a
+        cuckoo filter beside them."""
+        grown, flat, three = items("bg", 6000), items("bn", 4000), items("b3", 1500)
+        self.assertTrue(c.execute_command("BF.RESERVE", "grown", "0.01", 100))
+        self.bf_fill(c, "grown", grown)
+        self.assertTrue(c.execute_command("BF.RESERVE", "flat", "0.001", 5000, "NONSCALING"))
+        self.bf_fill(c, "flat", flat)
+        self.assertEqual(c.execute_command("BF.INSERT", "three", "CAPACITY", 10, "ERROR", "0.5",
+                                           "EXPANSION", 3, "ITEMS", "x"), [1])
+        self.bf_fill(c, "three", three)
+        self.assertTrue(c.execute_command("BF.RESERVE", "empty", "0.02", 1000))
+        for iterator, data in self.bf_dump(c, "grown"):
+            self.assertTrue(c.execute_command("BF.LOADCHUNK", "loaded", iterator, data))
+        self.assertGreater(c.execute_command("BF.INFO", "grown", "FILTERS")[0], 4)
+        self.fill(c, "cuckoo", items("c", 1000))
+        return {"grown": grown, "flat": flat, "three": three + [b"x"], "empty": [],
+                "loaded": grown}
+
+    def bf_state(self, c, kept):
+        """Per key: DEBUG DIGEST-VALUE, BF.INFO (Size included) and BF.DEBUG."""
+        return {k: (self.digest(c, k), c.execute_command("BF.INFO", k),
+                    c.execute_command("BF.DEBUG", k)) for k in kept}
+
+    def assertBloomSame(self, c, kept, state):
+        self.assertEqual(self.bf_state(c, kept), state)
+        for key, values in kept.items():
+            self.bf_all_found(c, key, values)
+            self.assertEqual(c.type(key), BF_TYPE_NAME, key)
+        self.assertAllFound(c, "cuckoo", items("c", 1000))
+
+
+class BloomLoadTest(BloomTestCase):
+    def test_bloom_keys_behave_as_redis_keys(self):
+        """BF.* commands registered with their flags and key positions; a Bloom key is of
+        type ccfBloom- (never RedisBloom's MBbloom--), renames, copies (an independent
+        value), expires, is found by SCAN TYPE, has a MEMORY USAGE of at least its Size, and
+        is deleted; BF and CF keys refuse each other's writes."""
+        c = self.server().client()
+        self.assertTrue(c.execute_command("BF.RESERVE", "f", "0.01", 1000))
+        self.assertEqual(c.execute_command("BF.ADD", "f", "a"), 1)
+        self.assertEqual(c.type("f"), BF_TYPE_NAME)
+        self.assertEqual(len(BF_TYPE_NAME), 9)
+        conn = c.connection_pool.get_connection("COMMAND")
+        self.addCleanup(c.connection_pool.release, conn)
+        conn.send_command("COMMAND", "INFO", "bf.add", "bf.exists", "bf.loadchunk",
+                          "bf.scandump", "bf.reserve")
+        by_name = {entry[0]: entry for entry in conn.read_response()}
+        for name in (b"bf.add", b"bf.loadchunk", b"bf.reserve"):
+            self.assertIn(b"write", by_name[name][2], name)
+            self.assertIn(b"denyoom", by_name[name][2], name)
+        for name in (b"bf.exists", b"bf.scandump"):
+            self.assertIn(b"readonly", by_name[name][2], name)
+        for name, entry in by_name.items():
+            self.assertEqual(entry[3:6], [1, 1, 1], name)
+        self.assertTrue(c.rename("f", "g"))
+        self.assertEqual(c.execute_command("BF.EXISTS", "g", "a"), 1)
+        self.assertTrue(c.copy("g", "h"))
+        self.assertEqual(self.digest(c, "g"), self.digest(c, "h"))
+        self.assertEqual(c.execute_command("BF.INFO", "g"), c.execute_command("BF.INFO", "h"))
+        self.assertEqual(c.execute_command("BF.ADD", "h", "b"), 1)
+        self.assertEqual(c.execute_command("BF.EXISTS", "g", "b"), 0)  # a copy, not shared
+        self.assertEqual(c.execute_command("BF.CARD", "g"), 1)
+        self.assertNotEqual(self.digest(c, "g"), self.digest(c, "h"))
+        self.assertTrue(c.expire("h", 100))
+        self.assertGreater(c.ttl("h"), 0)
+        self.assertTrue(c.execute_command("CF.RESERVE", "cf", 1000))
+        self.assertEqual(sorted(c.scan_iter(_type=BF_TYPE_NAME.decode())), [b"g", b"h"])
+        self.assertEqual(sorted(c.scan_iter(_type=TYPE_NAME.decode())), [b"cf"])
+        self.assertEqual(list(c.scan_iter(_type="MBbloom--")), [])
+        size = c.execute_command("BF.INFO", "g", "SIZE")[0]
+        usage = c.memory_usage("g")
+        self.assertGreaterEqual(usage, size)
+        self.assertLessEqual(usage, 2 * size + 4096, f"MEMORY USAGE {usage}, Size {size}")
+        with self.assertRaisesRegex(redis.ResponseError, "WRONGTYPE"):
+            c.execute_command("CF.ADD", "g", "a")
+        with self.assertRaisesRegex(redis.ResponseError, "WRONGTYPE"):
+            c.execute_command("BF.ADD", "cf", "a")
+        self.assertEqual(c.execute_command("BF.EXISTS", "cf", "a"), 0)
+        self.assertEqual(c.delete("g", "h"), 2)
+        self.assertIsNone(c.memory_usage("g"))
+        self.assertEqual(c.execute_command("BF.CARD", "g"), 0)
+
+    def test_del_frees_the_filter(self):
+        """Four rounds of: a filter of about 30 MB reserved, 200,000 items added (every page of
+        it touched), DEL. The server's RSS grows by about one filter in the first round and
+        not by four: DEL gave the memory back."""
+        server = self.server()
+        c = server.client()
+
+        def rss():
+            with open(f"/proc/{server.proc.pid}/status") as status:
+                return 1024 * int(next(l for l in status if l.startswith("VmRSS:")).split()[1])
+
+        before, size, peak = rss(), 0, 0
+        for round_ in range(4):
+            self.assertTrue(c.execute_command("BF.RESERVE", "big", "0.01", 20_000_000))
+            size = c.execute_command("BF.INFO", "big", "SIZE")[0]
+            self.bf_fill(c, "big", items(f"r{round_}", 200_000))
+            peak = max(peak, rss())
+            self.assertEqual(c.delete("big"), 1)
+        self.assertGreater(peak - before, size // 2, "the filter's pages were not touched: "
+                           "the measurement would not see a leak")
+        grown = rss() - before
+        self.assertLess(grown, 2 * size, f"RSS grew by {grown >> 20} MiB over four rounds of a "
+                        f"{size >> 20} MiB filter")
+
+
+class BloomPersistenceTest(BloomTestCase):
+    def test_rdb_restart(self):
+        """SAVE, SIGKILL, restart: every Bloom key back with the same digest, BF.INFO and
+        BF.DEBUG, every item found, the type still ccfBloom-."""
+        server = self.server()
+        c = server.client()
+        kept = self.bf_populate(c)
+        state = self.bf_state(c, kept)
+        self.assertTrue(c.save())
+        server.kill()
+        c = server.start().client()
+        self.assertBloomSame(c, kept, state)
+        # The restored filters go on growing.
+        more = items("more", 3000)
+        self.bf_fill(c, "grown", more)
+        self.bf_all_found(c, "grown", kept["grown"] + more)
+
+    def test_debug_reload(self):
+        """DEBUG RELOAD (save and load in place): the same."""
+        c = self.server().client()
+        kept = self.bf_populate(c)
+        state = self.bf_state(c, kept)
+        self.assertTrue(c.execute_command("DEBUG", "RELOAD"))
+        self.assertBloomSame(c, kept, state)
+
+    def bloom_rewrite_add_restart(self, *options):
+        """An AOF server: populate, BGREWRITEAOF, more adds after the rewrite (appended as
+        commands), SIGKILL, restart from the AOF: everything as it was."""
+        server = self.server("--appendonly", "yes", "--appendfsync", "always", *options)
+        c = server.client()
+        kept = self.bf_populate(c)
+        c.bgrewriteaof()
+
+        def rewritten():
+            fields = c.info("persistence")
+            return not (fields["aof_rewrite_in_progress"] or fields["aof_rewrite_scheduled"])
+
+        wait_until("the BGREWRITEAOF of the Bloom filters", rewritten, 30)
+        self.assertEqual(c.info("persistence")["aof_last_bgrewrite_status"], "ok")
+        more = items("after", 2000)
+        self.bf_fill(c, "grown", more)
+        kept["grown"] = kept["grown"] + more
+        self.assertEqual(c.execute_command("BF.ADD", "newkey", "a"), 1)
+        kept["newkey"] = [b"a"]
+        state = self.bf_state(c, kept)
+        server.kill()
+        c = server.start().client()
+        self.assertBloomSame(c, kept, state)
+
+    def test_aof_restart(self):
+        """A rewrite without the RDB preamble: BF.LOADCHUNK commands rebuild the filters."""
+        self.bloom_rewrite_add_restart("--aof-use-rdb-preamble", "no")
+
+    def test_aof_with_rdb_preamble(self):
+        """The default AOF: an RDB base plus the commands appended after the rewrite."""
+        self.bloom_rewrite_add_restart()
+
+
+class BloomReplicationTest(BloomTestCase):
+    def test_replica_gets_the_same_filters(self):
+        """A replica that syncs after the filters exist (full sync through the RDB) and then
+        follows BF.RESERVE/ADD/MADD/INSERT/LOADCHUNK (a BF.INSERT stopped by a full filter
+        included): the same digests, BF.INFO and BF.DEBUG, every item found; the replica
+        refuses writes and answers reads."""
+        master = self.server()
+        m = master.client()
+        kept = self.bf_populate(m)
+        replica = self.server("--replicaof", "127.0.0.1", str(master.port))
+        r = replica.client()
+        wait_until("the replica to sync",
+                   lambda: r.info("replication")["master_link_status"] == "up", 20)
+        self.assertEqual(m.wait(1, 10000), 1)
+        self.assertBloomSame(r, kept, self.bf_state(m, kept))
+        # Commands after the sync.
+        more = items("live", 5000)
+        self.bf_fill(m, "grown", more)
+        kept["grown"] = kept["grown"] + more
+        self.assertTrue(m.execute_command("BF.RESERVE", "tiny", "0.01", 3, "NONSCALING"))
+        reply = m.execute_command("BF.INSERT", "tiny", "ITEMS", "a", "b", "c", "d", "e")
+        self.assertEqual(reply[:3], [1, 1, 1])
+        self.assertIsInstance(reply[3], redis.ResponseError)
+        self.assertEqual(m.execute_command("BF.ADD", "auto", "x"), 1)
+        for iterator, data in self.bf_dump(m, "grown"):
+            self.assertTrue(m.execute_command("BF.LOADCHUNK", "restored", iterator, data))
+        kept.update(tiny=[b"a", b"b", b"c"], auto=[b"x"], restored=kept["grown"])
+        self.assertEqual(m.wait(1, 10000), 1)
+        self.assertBloomSame(r, kept, self.bf_state(m, kept))
+        with self.assertRaises(redis.exceptions.ReadOnlyError):
+            r.execute_command("BF.ADD", "grown", "x")
+        self.assertEqual(r.execute_command("BF.CARD", "tiny"), 3)
+        self.assertEqual(r.execute_command("BF.EXISTS", "auto", "x"), 1)
 
 
 def main():
