@@ -1,7 +1,7 @@
 // What is particular to ClhtLb (include/ccf/tables/clht_lb.hpp): its reserved key, and an
 // allocation failure inside an insert. The contract it shares with every table (model, churn
 // through resizes, linearizability) is tested in hash_table_contract_test.cpp, its resize in
-// clht_resize_test.cpp.
+// table_resize_test.cpp.
 #include "ccf/tables/clht_lb.hpp"
 
 #include <gtest/gtest.h>

@@ -2,8 +2,9 @@
 // tables/cuckoo_map.hpp, tables/hopscotch_map.hpp): the current one and every older one, kept
 // until the map is destroyed instead of a grace period -- lookups never announce themselves, so
 // one may still be reading an old table. Each table is twice the one before, so the old ones
-// together are smaller than the current one. (BasicClht hands an old table's pages back once its
-// migration is done, keeping only the Table object: see its M6.) Also what resizing has cost.
+// together are smaller than the current one. (BasicClht and HopscotchMap hand an old table's pages
+// back once its migration is done, keeping only the Table object: see their M6 and R6.) Also what
+// resizing has cost.
 #pragma once
 
 #include <atomic>

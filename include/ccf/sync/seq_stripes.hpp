@@ -16,6 +16,7 @@
 //                       while a writer is inside one of its stripes.
 //   Guard(a[, b[, c]])  locks the stripes of up to three buckets, in address order (no deadlock
 //                       between guards), each once.
+//   TryGuard(a)         locks bucket a's stripe if it is free now; owns() says whether it did.
 //   AllGuard            every stripe, in order (a resize).
 //   prefetch_for_lock(a, b)  fetch the stripe lines of buckets a and b for writing, ahead of a
 //                       Guard: a batch stages it with the buckets, so that the lock's miss
@@ -129,6 +130,23 @@ class SeqStripes {
     unsigned count_;
   };
 
+  // Holds bucket a's stripe if it was free when constructed (one attempt, no waiting).
+  class TryGuard {
+   public:
+    TryGuard(const SeqStripes& stripes, std::uint64_t a) noexcept : stripe_(&stripes.stripe_of(a)) {
+      if (!try_lock(*stripe_)) stripe_ = nullptr;
+    }
+    ~TryGuard() {
+      if (stripe_ != nullptr) unlock(*stripe_);
+    }
+    TryGuard(const TryGuard&) = delete;
+    TryGuard& operator=(const TryGuard&) = delete;
+    bool owns() const noexcept { return stripe_ != nullptr; }
+
+   private:
+    Stripe* stripe_;
+  };
+
   // Holds every stripe, taken in order, for its lifetime: no Guard holds one meanwhile, and no
   // read validates.
   class AllGuard {
@@ -166,15 +184,14 @@ class SeqStripes {
 
   static void lock(Stripe& stripe) noexcept {
     SpinWait wait;
-    for (;;) {
-      std::uint64_t seq = stripe.seq.load(std::memory_order_relaxed);
-      // (1) acquire: everything the previous holder wrote before its release (3) is visible.
-      if ((seq & 1) == 0 &&
-          stripe.seq.compare_exchange_weak(seq, seq + 1, std::memory_order_acquire)) {
-        return;  // the holder's data updates (2) are release: ordered after this
-      }
-      wait.wait();
-    }
+    while (!try_lock(stripe)) wait.wait();
+  }
+  static bool try_lock(Stripe& stripe) noexcept {
+    std::uint64_t seq = stripe.seq.load(std::memory_order_relaxed);
+    // (1) acquire: everything the previous holder wrote before its release (3) is visible; the
+    // holder's data updates (2) are release: ordered after this.
+    return (seq & 1) == 0 &&
+           stripe.seq.compare_exchange_strong(seq, seq + 1, std::memory_order_acquire);
   }
   static void unlock(Stripe& stripe) noexcept {
     // (3) release: publishes the holder's updates to readers' acquire load (5) and to the next

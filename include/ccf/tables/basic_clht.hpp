@@ -100,7 +100,10 @@
 //       it resumes it finds them kMigrated and skips them. (A thread suspended while it holds
 //       one head -- inside one copy, as inside any update -- holds that chain's updates and the
 //       end of the migration, as a suspended lock holder does; lookups, the other chains and
-//       the other heads' migration go on.) tests/clht_lb_test.cpp suspends a migrating thread.
+//       the other heads' migration go on. Under the global-lock policies a run of heads is one
+//       section (migrating()), so a thread suspended there holds every update, as a suspended
+//       holder of that lock always does.) tests/table_resize_test.cpp suspends a migrating
+//       thread.
 //   M4  Lookups never wait: a lookup scans the chain, then reads the head's lock word (acquire,
 //       ordered after the scan): anything but kMigrated means the chain was its keys' holder
 //       throughout the scan -- kMigrated is final -- and its keys change only under the head's
@@ -124,12 +127,21 @@
 //       lock word after the scan (M4) reads kMigrated (0), and it goes on in the successor.
 //       That is sound because every head was kMigrated before the pages went: a scan that
 //       read a zero read it after the pages were dropped, hence after its head's kMigrated
-//       store, and the check, ordered after that load, sees kMigrated too (the kernel's TLB
-//       shootdown is a full barrier on every CPU that had the page mapped). Updates hold a head of
-//       the table they write, which therefore cannot be retired under them, and a late one finds 0,
-//       which is not kFree, and follows it. Tables whose chains hold heap buckets (a pool used up
-//       while resizes failed) or whose heads are on the heap (under 64 KiB) are kept whole until
-//       the map goes, as all were before.
+//       store, and the check, an acquire load ordered after that load, reads the store or the
+//       zeros -- kMigrated either way. (On x86-64 the kernel's TLB shootdown drains the CPUs
+//       that had the pages mapped; on AArch64 the broadcast TLB invalidation and its barrier
+//       give the same order, as long as the scan's loads stay acquire.) A stale mix of words
+//       and zeros only shortens a scan (a zero key is an empty slot, a zero `next` the chain's
+//       end), whose answer the check then throws away. Updates hold a head of the table they
+//       write, which therefore cannot be retired under them, and a late one finds 0, which is
+//       not kFree, and follows it; a helper resuming into a retired table loads a head before
+//       it tries to take it (clht_lb.hpp), as a failed CAS would write the page back. (A CAS
+//       that read kFree just before the migration and fails after the discard still takes back
+//       the page it touches, as does a helper's Spares list after two resizes: memory
+//       memory_bytes() does not count, never a wrong answer.) A late lookup may take a page
+//       fault on the retired range (a read of the zero page). Tables whose chains hold heap
+//       buckets (a pool used up while resizes failed) or whose heads are on the heap (under
+//       64 KiB) are kept whole until the map goes, as all were before.
 //
 // Memory ordering: a writer's slot stores are release and a reader's loads acquire, so a reader
 // that sees a key also sees the value written before it; the head lock's CAS is acquire and its

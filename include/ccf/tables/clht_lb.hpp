@@ -52,11 +52,14 @@ class BucketLocks {
 
   // One try: a head held by an update is left for a later claim (kBusy), so a migrating thread
   // never waits on a chain. The CAS is acquire (the chain's last update is copied); the
-  // kMigrated store release (M2: publishes the copy to whoever follows the head).
+  // kMigrated store release (M2: publishes the copy to whoever follows the head). A load comes
+  // first: a CAS writes its line even when it fails, and a helper resuming into a retired
+  // table (M6) must not take its pages back from the system.
   template <class Bucket, class Copy>
   static clht::Migrate migrate(Bucket& head, Copy&& copy) {
-    std::uint64_t state = kFree;
-    if (!head.lock.compare_exchange_strong(state, kLocked, std::memory_order_acquire)) {
+    std::uint64_t state = head.lock.load(std::memory_order_relaxed);
+    if (state != kFree ||
+        !head.lock.compare_exchange_strong(state, kLocked, std::memory_order_acquire)) {
       return state == kMigrated ? clht::Migrate::kAlready : clht::Migrate::kBusy;
     }
     if (!copy(head)) {

@@ -10,8 +10,8 @@
 //   |
 //
 // Key 0 marks a free bucket. Buckets form segments of S = 256 (segment = bucket / S); segment s
-// belongs to stripe s mod T of a sync::SeqStripes (sync/seq_stripes.hpp), T fixed at
-// construction (64 to 4096).
+// belongs to stripe s mod T of the table's sync::SeqStripes (sync/seq_stripes.hpp), T from 64 to
+// 4096 by the table's size.
 //
 // Invariant (I): bit i of hop[b] is set only while bucket b + i holds a published item with home
 // b; such an item (its key, value and place) changes only under the lock of its home's segment.
@@ -32,16 +32,62 @@
 //           the two locked segments, never before home's.
 //   erase   lock the home's segment; clear the item's bit, then free its bucket (key 0).
 //   resize  when no free bucket lies within reach (to the end of segment s + 1) or none can be
-//           hopped into the neighbourhood, and the table is at least half full: every stripe
-//           locked (SeqStripes::AllGuard), every item placed into a table twice as large, the
-//           new table published. Below half full, a failure means more than H keys share one
-//           home: a degenerate hash, and the insert returns kFull instead of growing without end.
-//           Old tables are kept until the map is destroyed (detail/table_generations.hpp).
+//           hopped into the neighbourhood, and the table is at least half full: a migration
+//           into a table twice as large (below), which the updates carry out together. Below
+//           half full, a failure means more than H keys share one home: a degenerate hash, and
+//           the insert returns kFull instead of growing without end.
 //
-// Memory ordering: SeqStripes' points (1)-(6); bucket words are written with release stores and
-// read with acquire loads ((2), (4)).
+// Resize: cooperative and incremental, one segment at a time (as growt's migrations and Java's
+// ConcurrentHashMap's transfers; BasicClht's M1-M6 in tables/basic_clht.hpp). Each table has its
+// own SeqStripes; a migration holds the old table's segment lock, then the new table's.
+//   R1  Begin. The insert that finds no room in the current table, if it gets resize_lock_ (a
+//       try-lock: others go on), allocates the table of 2m homes and the migration's state (a
+//       `moved` flag per old segment, counters) and stores the old table's `migration` pointer
+//       (release; loaded with acquire). Only a current table begins one, and only once (the
+//       pointer is never reset), so at most two tables take updates at any time.
+//   R2  One segment. Doubling with reduce_range sends old home b to new home 2b or 2b + 1, so
+//       old segment s's items go to new segments 2s and 2s + 1, and their inserts reach no
+//       further than the end of 2s + 2. migrate_segment holds old segment s's lock -- every
+//       change to an item homed in s holds it (I) -- and new segments 2s .. 2s + 2's (Guard of
+//       three; other migrations and updates of the new table take those too: no two copies or
+//       updates touch one new item at once), places each item homed in s into the new table,
+//       then sets moved[s] (release) before it unlocks. Invariant: an item homed in old segment
+//       s lives in the old table while moved[s] is clear, in the new table once it is set, and
+//       moved[s] is never cleared. Should an item find no room in the new table (a degenerate
+//       hash), the copy takes back what it placed, leaves s in the old table and marks the
+//       migration stuck: both tables keep serving, and inserts that would need the resize get
+//       kFull, as they would below half full.
+//   R3  Routing. An update locks its home's segment(s) in the table it starts from (current())
+//       and reads moved[s] under that lock: set, it unlocks and goes on in the successor; clear,
+//       the segment is its items' holder for as long as the lock is held. A lookup reads moved[s]
+//       inside its optimistic read: the copy holds the segment's lock, so a read that validates
+//       saw moved[s] and the items of one moment.
+//   R4  Sharing the work. Every insert and erase that finds its table migrating first claims one
+//       segment (a fetch_add on `claims`, taken mod the segment count: the cursor wraps) and
+//       migrates it unless it is moved already or its lock is busy (try-lock: skipped, a later
+//       claim comes round to it). A thread suspended in the middle of a segment's copy holds
+//       that stripe's operations, as any suspended lock holder does; one suspended after its
+//       claim and before the lock holds nobody, and the others' claims migrate every other
+//       segment. An insert that finds no room in a migrating table migrates its own segment
+//       (waiting for its lock) and goes on in the new one. reserve() claims until done.
+//   R5  Publication. Each segment moved decrements `left` (acq_rel); the thread that takes it to
+//       zero has seen every copy and makes the new table current (TableGenerations::publish,
+//       release). Publishing never throws: the table was kept when the migration began.
+//   R6  Memory. Then the old table's buckets are handed back to the system (MADV_DONTNEED: the
+//       range stays mapped and reads as zeros), its stripes and migration state kept for late
+//       threads. Updates never touch them: they find moved[s] under the lock and leave. A lookup
+//       that read zeros read them after every moved flag was set, so it either read moved[s]
+//       set and left, or began its read before the copy of s locked the stripe -- and then its
+//       validation sees the stripe's sequence changed and it reads again (the kernel's TLB
+//       shootdown is a full barrier on every CPU that had the pages mapped). Tables under 64
+//       KiB (heap memory) are kept whole until the map goes.
 //
-// Progress: finds retry while a writer holds their segment; updates block on segment locks.
+// Memory ordering: SeqStripes' points (1)-(6); bucket words and moved flags are written with
+// release stores and read with acquire loads ((2), (4)). R1-R5 give the migration's.
+//
+// Progress: finds retry while a writer (an update or a segment's copy) holds their segment, never
+// waiting for a migration as a whole; updates block on segment locks, and do at most one
+// segment's copy besides their own work (or their own segment's, when their insert needs it).
 #pragma once
 
 #include <algorithm>
@@ -51,16 +97,19 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 
 #include "ccf/detail/clht_sizing.hpp"
 #include "ccf/detail/map_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/prefetch.hpp"
+#include "ccf/detail/sharded_counter.hpp"
 #include "ccf/detail/table_generations.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
@@ -71,7 +120,9 @@ namespace ccf {
 namespace hopscotch {
 // The default test hook: nothing. A Hook with `static void on_move(std::uint64_t key)` is called
 // by an insert that moves an item, after the item is copied to its new bucket and before it
-// leaves the old one (tests pause there to show who else must wait).
+// leaves the old one (tests pause there to show who else must wait); its optional
+// `static void on_claim(std::uint64_t segment)`, by a thread that has claimed a segment of a
+// migration, before it locks the segment (R4).
 struct NoHook {
   static void on_move(std::uint64_t) noexcept {}
 };
@@ -85,27 +136,32 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
   static constexpr unsigned kNeighbourhood = H;
   // The load a table is sized for.
   static constexpr double kSizingLoad = 0.8;
+  static constexpr std::uint64_t kSegment = 256;  // buckets; at least 2H (see insert)
 
   // Room for `capacity` items at the sizing load without a resize. Throws std::invalid_argument
   // beyond the 2^40-bucket table limit; reserve() likewise, changing nothing.
   explicit HopscotchMap(std::size_t capacity = 1024)
-      : stripes_(stripes_for(homes_for(capacity))),
-        tables_(std::make_unique<Table>(homes_for(capacity))) {}
+      : tables_(std::make_unique<Table>(homes_for(capacity))) {}
   HopscotchMap(const HopscotchMap&) = delete;
   HopscotchMap& operator=(const HopscotchMap&) = delete;
 
   std::optional<std::uint64_t> find(std::uint64_t key) const {
     check(key);
     const std::uint64_t h = detail::ClhtSizing::hash(key);
-    const Table& table = *tables_.current();
-    const std::uint64_t home = table.home(h);
-    detail::prefetch_line(&table.buckets[home]);
-    const std::uint64_t segment = home / kSegment;
-    return stripes_.read(segment, segment, [&]() -> std::optional<std::uint64_t> {
-      const auto at = table.locate(home, key);
-      if (!at) return std::nullopt;
-      return table.buckets[*at].value.load(std::memory_order_acquire);
-    });
+    for (const Table* table = tables_.current();; table = table->successor()) {
+      const std::uint64_t home = table->home(h);
+      detail::prefetch_line(&table->buckets[home]);
+      const std::uint64_t segment = home / kSegment;
+      // nullopt: the segment moved on (R3); else what the table holds.
+      const auto found = table->stripes.read(
+          segment, segment, [&]() -> std::optional<std::optional<std::uint64_t>> {
+            if (table->moved(segment)) return std::nullopt;
+            const auto at = table->locate(home, key);
+            if (!at) return std::optional<std::uint64_t>();
+            return table->buckets[*at].value.load(std::memory_order_acquire);
+          });
+      if (found) return *found;
+    }
   }
   // contains, insert and insert_or_assign: detail::MapApi over find and put; kFull only for a
   // degenerate hash (see the header; nothing changed).
@@ -114,40 +170,56 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
   Status erase(std::uint64_t key) {
     check(key);
     const std::uint64_t h = detail::ClhtSizing::hash(key);
-    for (;;) {
-      Table& table = *tables_.current();
-      const std::uint64_t home = table.home(h);
+    Table* table = tables_.current();
+    help(*table);
+    for (;; table = table->successor()) {
+      const std::uint64_t home = table->home(h);
       const std::uint64_t segment = home / kSegment;
-      const sync::SeqStripes::Guard guard(stripes_, segment, segment);
-      if (!tables_.is_current(&table)) continue;  // a resize replaced it before we locked
-      const auto at = table.locate(home, key);
+      const sync::SeqStripes::Guard guard(table->stripes, segment);
+      if (table->moved(segment)) continue;  // (R3)
+      const auto at = table->locate(home, key);
       if (!at) return Status::kNotFound;
-      table.set_hop(home, *at - home, false);
-      table.buckets[*at].key.store(0, std::memory_order_release);
-      stripes_.add_items(segment, -1);
+      table->set_hop(home, *at - home, false);
+      table->buckets[*at].key.store(0, std::memory_order_release);
+      items_.add(-1);
       return Status::kOk;
     }
   }
 
   // Exact when no update is in flight.
-  std::size_t size() const noexcept { return stripes_.items(); }
+  std::size_t size() const noexcept { return static_cast<std::size_t>(items_.value()); }
   std::size_t bucket_count() const noexcept { return tables_.current()->homes; }
   // Home buckets of the current table.
   std::size_t capacity() const noexcept { return bucket_count(); }
-  // Grows the table (if needed) so that `capacity` items fit at the sizing load.
+  // Grows the table (doubling, as often as needed) so that `capacity` items fit at the sizing
+  // load, migrating until it does (with whichever threads help); stops early, changing nothing
+  // more, if a migration is stuck (R2) or at the table limit.
   void reserve(std::size_t capacity) {
     const std::uint64_t homes = homes_for(capacity);
-    while (bucket_count() < homes) grow(tables_.current(), homes);
+    for (Table* table = tables_.current(); table->homes < homes; table = tables_.current()) {
+      Migration* m = table->migration.load(std::memory_order_acquire);
+      if (m == nullptr) {
+        if (2 * table->homes > kMaxHomes) return;
+        begin_migration(*table);
+      } else if (m->stuck.load(std::memory_order_relaxed)) {
+        return;
+      } else {
+        migrate_claimed(*table, *m);
+      }
+    }
+  }
+  // Whether a resize is under way: begun, its new table not yet current.
+  bool resizing() const noexcept {
+    return tables_.current()->migration.load(std::memory_order_relaxed) != nullptr;
   }
   std::uint64_t resizes() const noexcept { return tables_.resizes(); }
   std::uint64_t resize_nanoseconds() const noexcept { return tables_.resize_nanoseconds(); }
-  std::size_t memory_bytes() const {
-    return tables_.memory_bytes() + stripes_.memory_bytes() + sizeof(*this);
-  }
+  // Buckets and stripes of every table held (a retired table's buckets are not: R6), and the
+  // map object.
+  std::size_t memory_bytes() const { return tables_.memory_bytes() + sizeof(*this); }
 
  private:
   friend class detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t, std::uint64_t>;
-  static constexpr std::uint64_t kSegment = 256;  // buckets; at least 2H (see insert)
   static_assert(2 * H <= kSegment);
   static constexpr std::uint64_t kMaxHomes = std::uint64_t{1} << 40;
 
@@ -158,9 +230,29 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
   };
   static_assert(std::is_trivially_destructible_v<Bucket>, "buckets are never destroyed");
 
+  struct Table;
+
+  // A doubling of one table under way (R1-R5).
+  struct Migration {
+    Migration(Table* target, std::uint64_t count)
+        : to(target),
+          segments(count),
+          moved(std::make_unique<std::atomic<bool>[]>(count)),
+          left(count) {}
+    Table* const to;  // held by tables_
+    const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    const std::uint64_t segments;
+    // Per old segment; set under its lock, never cleared (R2).
+    const std::unique_ptr<std::atomic<bool>[]> moved;
+    std::atomic<bool> stuck{false};                    // a copy found no room (R2)
+    alignas(64) std::atomic<std::uint64_t> claims{0};  // segment claims % segments (R4)
+    alignas(64) std::atomic<std::uint64_t> left;       // segments not yet moved (R5)
+  };
+
   struct Table {
     explicit Table(std::uint64_t count)
         : homes(count),
+          stripes(stripes_for(count)),
           storage((count + 2 * kSegment) * sizeof(Bucket)),
           buckets(construct(storage, count + 2 * kSegment)) {}
 
@@ -171,6 +263,14 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
     }
 
     std::uint64_t home(std::uint64_t h) const noexcept { return reduce_range(h, homes); }
+    std::uint64_t segments() const noexcept { return (homes + kSegment - 1) / kSegment; }
+    // Whether segment s's items have moved to the successor (R2, R3): stable under s's lock.
+    bool moved(std::uint64_t segment) const noexcept {
+      const Migration* m = migration.load(std::memory_order_acquire);
+      return m != nullptr && m->moved[segment].load(std::memory_order_acquire);
+    }
+    // Where a moved segment's items are (R2); only after moved() returned true.
+    Table* successor() const noexcept { return migration.load(std::memory_order_acquire)->to; }
     // The bucket of `key` in home's neighbourhood (by its hop bitmap), if there.
     std::optional<std::uint64_t> locate(std::uint64_t home, std::uint64_t key) const {
       for (std::uint64_t hop = buckets[home].hop.load(std::memory_order_acquire); hop != 0;
@@ -190,11 +290,19 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
     std::uint64_t reach(std::uint64_t home) const noexcept {
       return (home / kSegment + 2) * kSegment - 1;
     }
-    std::size_t memory_bytes() const noexcept { return storage.reserved_bytes(); }
+    std::size_t memory_bytes() const noexcept {
+      return stripes.memory_bytes() +
+             (retired.load(std::memory_order_relaxed) ? 0 : storage.reserved_bytes());
+    }
 
-    std::uint64_t homes;
+    const std::uint64_t homes;
+    mutable sync::SeqStripes stripes;
     detail::PageBuffer storage;
-    Bucket* buckets;  // homes + 2 S of them, in storage
+    Bucket* const buckets;  // homes + 2 S of them, in storage
+    // Set once, under resize_lock_, when a migration of this table begins (release: R1).
+    std::atomic<Migration*> migration{nullptr};
+    std::unique_ptr<Migration> owned_migration;
+    std::atomic<bool> retired{false};  // its buckets handed back (R6)
   };
 
   static std::uint64_t homes_for(std::size_t capacity) {
@@ -213,27 +321,142 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
   Status put(std::uint64_t key, std::uint64_t value, bool assign) {
     check(key);
     const std::uint64_t h = detail::ClhtSizing::hash(key);
+    Table* table = tables_.current();
+    help(*table);
     for (;;) {
-      Table& table = *tables_.current();
-      const std::uint64_t home = table.home(h);
+      const std::uint64_t home = table->home(h);
       const std::uint64_t segment = home / kSegment;
       std::optional<Status> status;
       {
-        const sync::SeqStripes::Guard guard(stripes_, segment, segment + 1);
-        if (!tables_.is_current(&table)) continue;
-        status = place(table, home, key, value, assign);
+        const sync::SeqStripes::Guard guard(table->stripes, segment, segment + 1);
+        if (!table->moved(segment)) status = place(*table, home, key, value, assign);
       }
       if (status) {
-        if (*status == Status::kOk) stripes_.add_items(segment, +1);
+        if (*status == Status::kOk) items_.add(1);
         return *status;
       }
-      // No room within reach. Below half full that means a degenerate hash (see the header).
-      if (2 * size() < table.homes || 2 * table.homes > kMaxHomes) return Status::kFull;
-      grow(&table, 2 * table.homes);
+      if (!table->moved(segment) && !make_room(*table, segment)) return Status::kFull;
+      if (table->moved(segment)) table = table->successor();  // (R3)
     }
   }
 
-  // Under the locks of home's segment and the next, or in a table nobody else sees:
+  // For an insert that found no room in `table` for an item homed in `segment`: moves the
+  // segment on (beginning the migration if there is none) or, for a table a migration still
+  // fills, helps that migration to its end. False: the insert gets kFull -- the table is under
+  // half full (a degenerate hash), at the size limit, or its migration is stuck (R2).
+  bool make_room(Table& table, std::uint64_t segment) {
+    if (Migration* m = table.migration.load(std::memory_order_acquire)) {
+      return migrate_segment(table, *m, segment, /*wait=*/true) != Copy::kStuck;
+    }
+    if (!tables_.is_current(&table)) {
+      // The target of a migration under way, or already superseded (tables only double, so a
+      // current table as large means `table` was published): help until it is.
+      for (Table* old = tables_.current(); old->homes < table.homes; old = tables_.current()) {
+        Migration* m = old->migration.load(std::memory_order_acquire);  // into `table`
+        if (m->stuck.load(std::memory_order_relaxed)) return false;
+        migrate_claimed(*old, *m);
+      }
+      return true;
+    }
+    if (2 * size() < table.homes || 2 * table.homes > kMaxHomes) return false;
+    begin_migration(table);
+    return true;
+  }
+
+  // Its share of the migration under way from `table`, if any (R4).
+  void help(Table& table) {
+    if (Migration* m = table.migration.load(std::memory_order_acquire)) migrate_claimed(table, *m);
+  }
+
+  // (R1) Begins the migration of `table`, the current one, unless another thread is beginning
+  // one (it then yields, so that one finishes). May throw std::bad_alloc, having changed nothing.
+  void begin_migration(Table& table) {
+    const std::unique_lock lock(resize_lock_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      std::this_thread::yield();
+      return;
+    }
+    if (table.migration.load(std::memory_order_relaxed) != nullptr) return;
+    Table* to = tables_.keep(std::make_unique<Table>(2 * table.homes));
+    table.owned_migration = std::make_unique<Migration>(to, table.segments());
+    table.migration.store(table.owned_migration.get(), std::memory_order_release);
+  }
+
+  // One claim (R4): the segment at the cursor, unless moved or busy.
+  void migrate_claimed(Table& from, Migration& m) {
+    const std::uint64_t segment = m.claims.fetch_add(1, std::memory_order_relaxed) % m.segments;
+    if constexpr (requires { Hook::on_claim(segment); }) Hook::on_claim(segment);
+    migrate_segment(from, m, segment, /*wait=*/false);
+  }
+
+  enum class Copy { kMoved, kAlready, kBusy, kStuck };
+
+  // (R2) Moves old segment s's items into the new table, waiting for s's lock if `wait`.
+  Copy migrate_segment(Table& from, Migration& m, std::uint64_t s, bool wait) {
+    if (m.moved[s].load(std::memory_order_acquire)) return Copy::kAlready;
+    {
+      std::optional<sync::SeqStripes::Guard> waited;
+      std::optional<sync::SeqStripes::TryGuard> tried;
+      if (wait) {
+        waited.emplace(from.stripes, s);
+      } else if (!tried.emplace(from.stripes, s).owns()) {
+        return Copy::kBusy;
+      }
+      if (m.moved[s].load(std::memory_order_relaxed)) return Copy::kAlready;
+      if (m.stuck.load(std::memory_order_relaxed)) return Copy::kStuck;
+      Table& to = *m.to;
+      const sync::SeqStripes::Guard guard(to.stripes, 2 * s, 2 * s + 1, 2 * s + 2);
+      if (!copy_segment(from, to, s)) {
+        m.stuck.store(true, std::memory_order_relaxed);
+        return Copy::kStuck;
+      }
+      m.moved[s].store(true, std::memory_order_release);
+    }
+    // (R5) acq_rel: the last decrement has seen every segment's copy.
+    if (m.left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      tables_.publish(m.to, m.start);
+      // (R6) Every segment is moved: no update touches the buckets any more.
+      from.retired.store(from.storage.discard(), std::memory_order_relaxed);
+    }
+    return Copy::kMoved;
+  }
+
+  // Places every item homed in old segment s into `to` (under the locks R2 names); false, with
+  // `to` as it was, if one finds no room.
+  static bool copy_segment(const Table& from, Table& to, std::uint64_t s) {
+    const std::uint64_t first = s * kSegment;
+    const std::uint64_t last = std::min(first + kSegment, from.homes);
+    for (std::uint64_t home = first; home < last; ++home) {
+      for (std::uint64_t hop = from.buckets[home].hop.load(std::memory_order_relaxed); hop != 0;
+           hop &= hop - 1) {
+        const Bucket& b = from.buckets[home + static_cast<unsigned>(std::countr_zero(hop))];
+        const std::uint64_t key = b.key.load(std::memory_order_relaxed);
+        if (!place(to, to.home(detail::ClhtSizing::hash(key)), key,
+                   b.value.load(std::memory_order_relaxed), false)) {
+          take_back(from, to, first, home);
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+  // Erases from `to` the items of old homes [first, end) (a copy that failed at `end`).
+  static void take_back(const Table& from, Table& to, std::uint64_t first, std::uint64_t end) {
+    for (std::uint64_t home = first; home < end; ++home) {
+      for (std::uint64_t hop = from.buckets[home].hop.load(std::memory_order_relaxed); hop != 0;
+           hop &= hop - 1) {
+        const std::uint64_t key =
+            from.buckets[home + static_cast<unsigned>(std::countr_zero(hop))].key.load(
+                std::memory_order_relaxed);
+        const std::uint64_t to_home = to.home(detail::ClhtSizing::hash(key));
+        const auto at = to.locate(to_home, key);
+        to.set_hop(to_home, *at - to_home, false);
+        to.buckets[*at].key.store(0, std::memory_order_release);
+      }
+    }
+  }
+
+  // Under the locks of home's segment and the next (an update), or R2's (a copy):
   // the key's value assigned (kExists), or the item placed in home's neighbourhood (kOk).
   // nullopt: no room within reach (nothing changed).
   static std::optional<Status> place(Table& table, std::uint64_t home, std::uint64_t key,
@@ -299,36 +522,8 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
     return free;
   }
 
-  // Replaces `from`, if it is still the current table, by one of `homes` home buckets (or more,
-  // should its items not all fit). Blocks every operation but finds meanwhile.
-  void grow(Table* from, std::uint64_t homes) {
-    const sync::SeqStripes::AllGuard all(stripes_);
-    if (!tables_.is_current(from) || homes <= from->homes) return;
-    const auto start = std::chrono::steady_clock::now();
-    for (;; homes *= 2) {
-      auto to = std::make_unique<Table>(homes);
-      if (copy_all(*from, *to)) {
-        tables_.publish(std::move(to), start);
-        return;
-      }
-    }
-  }
-  static bool copy_all(const Table& from, Table& to) {
-    for (std::uint64_t home = 0; home < from.homes; ++home) {
-      for (std::uint64_t hop = from.buckets[home].hop.load(std::memory_order_relaxed); hop != 0;
-           hop &= hop - 1) {
-        const Bucket& b = from.buckets[home + static_cast<unsigned>(std::countr_zero(hop))];
-        const std::uint64_t key = b.key.load(std::memory_order_relaxed);
-        if (!place(to, to.home(detail::ClhtSizing::hash(key)), key,
-                   b.value.load(std::memory_order_relaxed), false)) {
-          return false;
-        }
-      }
-    }
-    return true;
-  }
-
-  mutable sync::SeqStripes stripes_;
+  std::mutex resize_lock_;  // who begins a migration (R1)
+  detail::ShardedCounter items_;
   detail::TableGenerations<Table> tables_;
 };
 

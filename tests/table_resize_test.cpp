@@ -1,18 +1,20 @@
-// The cooperative, incremental resize of BasicClht (include/ccf/tables/basic_clht.hpp, M1-M6):
+// The cooperative, incremental resizes of BasicClht (include/ccf/tables/basic_clht.hpp, M1-M6)
+// and HopscotchMap (include/ccf/tables/hopscotch_map.hpp, R1-R6):
 // - a model test on a table that starts with one bucket, so that most operations run while a
 //   migration is under way, and that ends holding little more than its current table (old
 //   tables' pages handed back);
 // - a hammer with more threads than cores: writers check every update of their own keys
 //   against a model as they go (a lost or duplicated item shows at once) while migrations
 //   race them, readers check keys nobody touches;
-// - a thread suspended in the middle of its chunk: the others' operations and the resize
-//   complete without it, and it resumes harmlessly into a retired table;
+// - a thread suspended in the middle of its share of a migration: the others' operations and
+//   the resize complete without it, and it resumes harmlessly into a retired table;
 // - short histories racing a migration, checked for linearizability.
 // The contract every table keeps (model, churn, histories on a quiet table) is in
 // hash_table_contract_test.cpp.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "ccf/tables/clht_lb.hpp"
+#include "ccf/tables/hopscotch_map.hpp"
 #include "ccf/tables/htm_clht.hpp"
 #include "eventually.hpp"
 #include "linearizability.hpp"
@@ -33,15 +36,36 @@ namespace {
 
 using ccf::Status;
 
+// What differs between the tables: the heads a helper migrates per claim, and the bytes of the
+// current table's buckets.
 template <class Table>
-class ClhtResize : public ::testing::Test {};
+struct Resizing;
+template <class Writers>
+struct Resizing<ccf::BasicClht<Writers>> {
+  static constexpr std::uint64_t kUnit = ccf::BasicClht<Writers>::kChunk;
+  static std::size_t current_bytes(const ccf::BasicClht<Writers>& table) {
+    return table.bucket_count() * 64;
+  }
+};
+template <unsigned H, class Hook>
+struct Resizing<ccf::HopscotchMap<H, Hook>> {
+  static constexpr std::uint64_t kUnit = ccf::HopscotchMap<H, Hook>::kSegment;
+  static std::size_t current_bytes(const ccf::HopscotchMap<H, Hook>& table) {
+    return (table.bucket_count() + 2 * kUnit) * 24;
+  }
+};
 
-// Bucket locks, elided bucket locks, and a global (TTAS, not FIFO: fair to 8 threads on 2
-// cores) elided lock: the three ways the policies take a head.
-using Tables = ::testing::Types<ccf::ClhtLb, ccf::HtmClhtFine, ccf::htm_clht::ScmTtasOpt>;
-TYPED_TEST_SUITE(ClhtResize, Tables);
+template <class Table>
+class TableResize : public ::testing::Test {};
 
-TYPED_TEST(ClhtResize, AgreesWithAMapWhileMigrating) {
+// CLHT with bucket locks, elided bucket locks, and a global (TTAS, not FIFO: fair to 8 threads on
+// 2 cores) elided lock: the three ways the policies take a head; Hopscotch with both
+// neighbourhoods.
+using Tables = ::testing::Types<ccf::ClhtLb, ccf::HtmClhtFine, ccf::htm_clht::ScmTtasOpt,
+                                ccf::HopscotchMap<32>, ccf::HopscotchMap<64>>;
+TYPED_TEST_SUITE(TableResize, Tables);
+
+TYPED_TEST(TableResize, AgreesWithAMapWhileMigrating) {
   TypeParam table(1);
   std::unordered_map<std::uint64_t, std::uint64_t> model;
   std::mt19937_64 rng(5);
@@ -73,7 +97,7 @@ TYPED_TEST(ClhtResize, AgreesWithAMapWhileMigrating) {
     ASSERT_EQ(table.size(), model.size()) << i;
   }
   EXPECT_GE(table.resizes(), 8u) << "the table was meant to grow through many sizes";
-  // A migration of a table of more than one chunk spans several updates (one chunk each).
+  // A migration of a table of more than one unit spans several updates (one unit each).
   EXPECT_GT(while_migrating, 20u) << "migrations did not span several operations";
   for (const auto& [key, value] : model) ASSERT_EQ(table.find(key), value);
 }
@@ -81,14 +105,14 @@ TYPED_TEST(ClhtResize, AgreesWithAMapWhileMigrating) {
 // Grown from one bucket, the map holds its current table and the old tables under 64 KiB (their
 // pages come from the heap and are kept): the larger old tables' pages were handed back. Without
 // that, the old tables together hold about as many buckets as the current one.
-TYPED_TEST(ClhtResize, GrownTableKeepsLittleMoreThanItsCurrentTable) {
+TYPED_TEST(TableResize, GrownTableKeepsLittleMoreThanItsCurrentTable) {
   TypeParam table(1);
   const std::uint64_t n = ccf::testing::scaled<std::uint64_t>(400'000, 4);
   for (std::uint64_t key = 1; key <= n; ++key) ASSERT_EQ(table.insert(key, key), Status::kOk);
   table.reserve(n);  // any migration under way completes
   ASSERT_FALSE(table.resizing());
-  const std::size_t current_heads = table.bucket_count() * 64;
-  EXPECT_LT(table.memory_bytes(), current_heads + current_heads / 2)
+  const std::size_t current = Resizing<TypeParam>::current_bytes(table);
+  EXPECT_LT(table.memory_bytes(), current + current / 2)
       << "old tables are still held: " << table.memory_bytes() << " bytes for "
       << table.bucket_count() << " head buckets";
   for (std::uint64_t key = 1; key <= n; ++key) ASSERT_EQ(table.find(key), key) << key;
@@ -98,7 +122,7 @@ TYPED_TEST(ClhtResize, GrownTableKeepsLittleMoreThanItsCurrentTable) {
 // their model (a find right after it: an item lost, or left twice by a copy, shows on the next
 // find or erase); readers look up keys inserted first and never touched. At the end every
 // writer's model is in the table, and size() adds up.
-TYPED_TEST(ClhtResize, HammerThroughMigrationsLosesAndDuplicatesNothing) {
+TYPED_TEST(TableResize, HammerThroughMigrationsLosesAndDuplicatesNothing) {
   constexpr unsigned kWriters = 6, kReaders = 3;  // 9 threads on 2 cores
   constexpr std::uint64_t kStable = 3'000;
   constexpr std::uint64_t kSalt = 0xabcdef0123456789;  // a large salt: no stream holds key 0
@@ -159,6 +183,58 @@ TYPED_TEST(ClhtResize, HammerThroughMigrationsLosesAndDuplicatesNothing) {
     for (const auto& [key, value] : model) ASSERT_EQ(table.find(key), value);
   }
   EXPECT_EQ(table.size(), expected);
+}
+
+// Writers insert their own keys into a table grown from one bucket, assign each a second value,
+// and publish how many they have done (release); readers look up acknowledged keys of every
+// writer while migrations run: each must be found with its second value -- an update, once it
+// has returned, is seen by every lookup in every thread that starts afterwards.
+TYPED_TEST(TableResize, AcknowledgedUpdatesAreSeenByOtherThreadsWhileMigrating) {
+  constexpr unsigned kWriters = 4, kReaders = 4;  // 8 threads on 2 cores
+  const std::uint64_t per_writer = ccf::testing::scaled<std::uint64_t>(40'000, 8);
+  TypeParam table(1);
+  std::vector<std::vector<std::uint64_t>> keys;
+  for (unsigned w = 0; w < kWriters; ++w) {
+    keys.push_back(ccf::testing::member_keys(per_writer, (w + 1) * 0x9e3779b97f4a7c15));
+  }
+  std::vector<std::atomic<std::uint64_t>> done(kWriters);
+  std::atomic<unsigned> writers_left{kWriters};
+  std::atomic<std::uint64_t> wrong{0}, checked{0};
+  std::vector<std::thread> threads;
+  for (unsigned w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      for (std::uint64_t i = 0; i < per_writer; ++i) {
+        const std::uint64_t key = keys[w][i];
+        bool ok = table.insert(key, key) == Status::kOk;
+        ok &= table.insert_or_assign(key, ~key) == Status::kExists;
+        if (!ok) wrong.fetch_add(1);
+        done[w].store(i + 1, std::memory_order_release);  // acknowledges keys [0, i]
+      }
+      writers_left.fetch_sub(1, std::memory_order_release);
+    });
+  }
+  for (unsigned r = 0; r < kReaders; ++r) {
+    threads.emplace_back([&, r] {
+      std::mt19937_64 rng(r + 11);
+      std::uint64_t mine = 0, misses = 0;
+      do {
+        const unsigned w = static_cast<unsigned>(rng() % kWriters);
+        const std::uint64_t acknowledged = done[w].load(std::memory_order_acquire);
+        if (acknowledged == 0) continue;
+        const std::uint64_t key = keys[w][rng() % acknowledged];
+        misses += table.find(key) != ~key;
+        misses += !table.contains(key);
+        mine += 2;
+      } while (writers_left.load(std::memory_order_acquire) != 0);
+      wrong.fetch_add(misses);
+      checked.fetch_add(mine);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0u) << "of " << checked.load() << " lookups";
+  EXPECT_GT(checked.load(), 0u);
+  EXPECT_GE(table.resizes(), 8u) << "the inserts were meant to race many migrations";
+  EXPECT_EQ(table.size(), kWriters * per_writer);
 }
 
 // Bucket locks that suspend one thread in the middle of its chunk: the armed thread, after the
@@ -228,11 +304,78 @@ TEST(ClhtResizeStall, AThreadSuspendedMidChunkHoldsNobody) {
   EXPECT_EQ(table.size(), victim_keys + kOthers * per_other / 2);
 }
 
+// Suspends one thread after it has claimed a segment of a migration and before it locks it.
+struct StallingHook {
+  static inline std::atomic<std::thread::id> victim{};
+  static inline std::atomic<bool> stalled{false}, released{false};
+  static void on_move(std::uint64_t) noexcept {}
+  static void on_claim(std::uint64_t) noexcept {
+    if (std::this_thread::get_id() != victim.load() || stalled.load()) return;
+    stalled.store(true);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!released.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+};
+
+// A thread suspended between its claim of a segment and the segment's lock holds nobody (R4):
+// while it sleeps, the others' updates and lookups complete and so does the resize -- its
+// segment migrated when the cursor comes round to it again; when it resumes, it finds the
+// segment moved, in a table whose buckets are gone (R6), and its own insert completes.
+TEST(HopscotchResizeStall, AThreadSuspendedInItsClaimHoldsNobody) {
+  using Map = ccf::HopscotchMap<32, StallingHook>;
+  Map map(32 * Map::kSegment * 4 / 5);  // 32 segments, 192 KiB: off the heap, so retired
+  const std::size_t homes = map.bucket_count();
+  StallingHook::stalled.store(false);  // the hook's state is static: a repeated run starts over
+  StallingHook::released.store(false);
+  std::uint64_t victim_keys = 0;  // keys 1..victim_keys, once the victim is done
+  std::thread victim([&] {
+    StallingHook::victim.store(std::this_thread::get_id());
+    // Inserts until one begins a migration, then one more, whose help() claims a segment.
+    std::uint64_t key = 1;
+    for (; !map.resizing(); ++key) ASSERT_EQ(map.insert(key, key), Status::kOk);
+    ASSERT_EQ(map.insert(key, key), Status::kOk);
+    victim_keys = key;
+  });
+  ASSERT_TRUE(ccf::testing::eventually([] { return StallingHook::stalled.load(); }))
+      << "the victim never reached the hook";
+  ASSERT_TRUE(map.resizing());
+  ASSERT_EQ(map.resizes(), 0u);
+
+  constexpr unsigned kOthers = 4;
+  const std::uint64_t per_other = 2 * homes / kOthers;
+  std::atomic<std::uint64_t> wrong{0};
+  {
+    std::vector<std::jthread> others;
+    for (unsigned t = 0; t < kOthers; ++t) {
+      others.emplace_back([&, t] {
+        const std::uint64_t first = (std::uint64_t{1} << 40) + t * per_other;
+        for (std::uint64_t key = first; key < first + per_other; ++key) {
+          if (map.insert(key, key) != Status::kOk) wrong.fetch_add(1);
+          if (map.find(key) != key) wrong.fetch_add(1);
+          if (key % 2 == 0 && map.erase(key) != Status::kOk) wrong.fetch_add(1);
+        }
+      });
+    }
+  }
+  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_TRUE(StallingHook::stalled.load() && !StallingHook::released.load());
+  EXPECT_GE(map.resizes(), 1u) << "the resize waited for the suspended thread";
+  EXPECT_GE(map.bucket_count(), 2 * homes);
+
+  StallingHook::released.store(true);
+  victim.join();
+  ASSERT_GT(victim_keys, homes / 2);
+  for (std::uint64_t key = 1; key <= victim_keys; ++key) ASSERT_EQ(map.find(key), key) << key;
+  EXPECT_EQ(map.size(), victim_keys + kOthers * per_other / 2);
+}
+
 // A table as a set whose migration has begun when the history starts: every update of the
-// history takes its share (a chunk), and lookups meet forwarded heads.
+// history takes its share (a chunk or a segment), and lookups meet forwarded heads.
 template <class Table>
 struct MigratingSet {
-  static constexpr std::uint64_t kHeads = 8 * Table::kChunk;
+  static constexpr std::uint64_t kHeads = 8 * Resizing<Table>::kUnit;
   Table table{3 * kHeads};
   MigratingSet() {
     for (std::uint64_t key = 1000; !table.resizing(); ++key) {
@@ -244,7 +387,7 @@ struct MigratingSet {
   bool contains(std::uint64_t key) const { return table.contains(key); }
 };
 
-TYPED_TEST(ClhtResize, HistoriesRacingAMigrationAreLinearizable) {
+TYPED_TEST(TableResize, HistoriesRacingAMigrationAreLinearizable) {
   ccf::testing::check_small_histories<ccf::testing::SetModel>(
       [] { return std::make_unique<MigratingSet<TypeParam>>(); }, ccf::testing::scaled(300, 6));
 }
