@@ -10,10 +10,15 @@ median over the rounds, with every round's value printed too.
            --capacity i/0.9 against a table sized for the key range (--capacity r = 2i):
            throughput ratio, resizes and their time; with --latency, p99.9 of inserts and
            lookups in both runs
+  churn    i items inserted by 2 threads into a table built from empty and into one sized for
+           i, then 2 threads run 90% find / 5% insert / 5% erase (-u 10) and 60/20/20 (-u 40)
+           with --latency for --churn-ms: M ops/s of each mix, their ratio, the resizes the churn
+           triggered and the longest sampled operation (the Hopscotch pathology: a table left at
+           its resize threshold by the build doubles in the churn)
 
 Usage: bench/table_growth.py --bin before=PATH --bin after=PATH [--structure clht-lb]
            [--build-initial 8388608] [--resize-initial 4194304] [--threads 2,8] [--rounds 3]
-           [--only build|resize]
+           [--only build|resize|churn] [--churn-ms 2000]
 """
 import argparse
 import json
@@ -32,6 +37,13 @@ def median(values):
     return statistics.median(values) if values else float("nan")
 
 
+def longest(r):
+    """The longest sampled operation of a --latency run, ns (nan from a chtbench that does not
+    report it)."""
+    vals = [c["max"] for c in r["latency_ns"].values() if c["samples"] > 0 and "max" in c]
+    return max(vals) if vals else float("nan")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bin", action="append", required=True, help="LABEL=PATH of a chtbench")
@@ -41,7 +53,8 @@ def main():
     p.add_argument("--threads", default="2,8")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--resize-ms", type=int, default=1000)
-    p.add_argument("--only", choices=["build", "resize"])
+    p.add_argument("--churn-ms", type=int, default=2000)
+    p.add_argument("--only", choices=["build", "resize", "churn"])
     a = p.parse_args()
     bins = [b.split("=", 1) for b in a.bin]
     threads = [int(t) for t in a.threads.split(",")]
@@ -49,10 +62,12 @@ def main():
     i, ri = a.build_initial, a.resize_initial
     build_cases = [(n, cap) for n in threads for cap in ("empty", "sized")]
     resize_cases = [(cap, lat) for lat in (False, True) for cap in ("from90", "sized_r")]
+    churn_cases = [(cap, u) for cap in ("empty", "sized") for u in (10, 40)]
+    kinds = {"build", "resize", "churn"} if a.only is None else {a.only}
     res = {}  # (label, kind, case) -> list of result dicts
     for rnd in range(a.rounds):
         for label, path in bins:
-            if a.only != "resize":
+            if "build" in kinds:
                 for n, cap in build_cases:
                     args = ["-s", s, "-n", str(n), "-i", str(i), "--init-threads", "all", "-d",
                             "100", "--capacity", "1" if cap == "empty" else str(i)]
@@ -61,7 +76,20 @@ def main():
                     print(f"# round {rnd + 1} {label} build n={n} {cap}: "
                           f"{i / r['fill_seconds'] / 1e6:.2f} M items/s, "
                           f"{r['bytes_per_item']:.1f} B/item", file=sys.stderr, flush=True)
-            if a.only != "build":
+            if "churn" in kinds:
+                for cap, u in churn_cases:
+                    args = ["-s", s, "-n", "2", "-u", str(u), "-i", str(i), "--init-threads",
+                            "all", "-d", str(a.churn_ms), "--latency",
+                            "--capacity", "1" if cap == "empty" else str(i)]
+                    r = run(path, args)
+                    res.setdefault((label, "churn", (cap, u)), []).append(r)
+                    print(f"# round {rnd + 1} {label} churn {cap} -u {u}: "
+                          f"{r['throughput_mops']:.2f} Mops/s, resizes "
+                          f"{r['events'].get('resizes')} in "
+                          f"{r['events'].get('resize_ns', 0) / 1e6:.0f} ms, longest "
+                          f"{longest(r) / 1e6:.2f} ms",
+                          file=sys.stderr, flush=True)
+            if "resize" in kinds:
                 for cap, lat in resize_cases:
                     args = ["-s", s, "-n", "2", "-u", "40", "--insert-pct", "35", "-i", str(ri),
                             "-d", str(a.resize_ms)]
@@ -81,7 +109,7 @@ def main():
     def fmt(vs):
         return " ".join(f"{v:.2f}" for v in vs)
 
-    if a.only != "resize":
+    if "build" in kinds:
         print(f"## build: {s}, i = {i}, --init-threads all; build rate in M items/s "
               f"(median of {a.rounds}; rounds in brackets)")
         print("build n empty sized empty/sized B/item_empty B/item_sized")
@@ -93,7 +121,24 @@ def main():
                 bz = values(label, "build", (n, "sized"), lambda r: r["bytes_per_item"])
                 print(f"{label} {n} {median(e):.2f} [{fmt(e)}] {median(z):.2f} [{fmt(z)}] "
                       f"{median(e) / median(z):.2f} {median(be):.1f} {median(bz):.1f}")
-    if a.only != "build":
+    if "churn" in kinds:
+        print(f"## churn: {s}, i = {i} built by 2 threads, then n = 2, d = {a.churn_ms} ms, "
+              f"--latency; M ops/s (median of {a.rounds}; rounds in brackets), resizes during "
+              f"the churn, longest sampled operation in ms (max over rounds)")
+        print("build table 90/5/5 60/20/20 ratio resizes_90 resize_ms_90 longest_90 longest_60")
+        for label, _ in bins:
+            for cap in ("empty", "sized"):
+                m = {u: values(label, "churn", (cap, u), lambda r: r["throughput_mops"])
+                     for u in (10, 40)}
+                rz = values(label, "churn", (cap, 10), lambda r: r["events"].get("resizes", 0))
+                rms = values(label, "churn", (cap, 10),
+                             lambda r: r["events"].get("resize_ns", 0) / 1e6)
+                lo = {u: max(values(label, "churn", (cap, u), longest), default=float("nan"))
+                      for u in (10, 40)}
+                print(f"{label} {cap} {median(m[10]):.2f} [{fmt(m[10])}] {median(m[40]):.2f} "
+                      f"[{fmt(m[40])}] {median(m[10]) / median(m[40]):.2f} {fmt(rz)} {fmt(rms)} "
+                      f"{lo[10] / 1e6:.2f} {lo[40] / 1e6:.2f}")
+    if "resize" in kinds:
         print(f"## resize: {s}, i = {ri}, n = 2, -u 40 --insert-pct 35, d = {a.resize_ms} ms; "
               f"M ops/s (median of {a.rounds}; rounds in brackets)")
         print("build from90 sized_r ratio resizes resize_ms B/item_from90 B/item_sized_r")

@@ -187,7 +187,7 @@ void add_run_command(CLI::App& app, RunArgs& a) {
       ->check(CLI::IsMember({"one", "all"}))
       ->capture_default_str();
   run->add_flag("--latency", a.config.latency,
-                "time 1 in 64 operations with the cycle counter; report p50/p90/p99/p99.9 ns "
+                "time 1 in 64 operations with the cycle counter; report p50/p90/p99/p99.9/max ns "
                 "per class (get/put/rem, suc/fail)");
   run->add_option("-k,--repeat", a.config.repeat,
                   "K: repeat with a fresh structure K times; report the median")

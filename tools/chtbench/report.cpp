@@ -115,8 +115,8 @@ nlohmann::json to_json(const RunResult& r) {
     auto& lat = j["latency_ns"];
     for (std::size_t k = 0; k < kOpClasses; ++k) {
       const LatencyStats& s = (*r.latency)[k];
-      lat[kLatencyNames[k]] = {
-          {"samples", s.samples}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"p999", s.p999}};
+      lat[kLatencyNames[k]] = {{"samples", s.samples}, {"p50", s.p50},   {"p90", s.p90},
+                               {"p99", s.p99},         {"p999", s.p999}, {"max", s.max}};
     }
   }
   return j;
@@ -257,17 +257,18 @@ std::string run_table(std::span<const RunResult> results) {
 }
 
 std::string latency_table(std::span<const RunResult> results) {
-  std::string out =
-      fmt::format("{:<26} {:>3} {:>4} {:<9} {:>10} {:>9} {:>9} {:>9} {:>9}\n", "structure", "n",
-                  "u%", "class", "samples", "p50 ns", "p90 ns", "p99 ns", "p99.9 ns");
+  std::string out = fmt::format("{:<26} {:>3} {:>4} {:<9} {:>10} {:>9} {:>9} {:>9} {:>9} {:>11}\n",
+                                "structure", "n", "u%", "class", "samples", "p50 ns", "p90 ns",
+                                "p99 ns", "p99.9 ns", "max ns");
   for (const RunResult& r : results) {
     if (!r.latency) continue;
     for (std::size_t k = 0; k < kOpClasses; ++k) {
       const LatencyStats& s = (*r.latency)[k];
       if (s.samples == 0) continue;
-      out += fmt::format("{:<26} {:>3} {:>4} {:<9} {:>10} {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f}\n",
-                         r.config.structure, r.config.threads, r.config.update_pct,
-                         kLatencyNames[k], s.samples, s.p50, s.p90, s.p99, s.p999);
+      out += fmt::format(
+          "{:<26} {:>3} {:>4} {:<9} {:>10} {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f} {:>11.0f}\n",
+          r.config.structure, r.config.threads, r.config.update_pct, kLatencyNames[k], s.samples,
+          s.p50, s.p90, s.p99, s.p999, s.max);
     }
   }
   return out;

@@ -9,6 +9,7 @@
 
 #include <x86intrin.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -44,12 +45,16 @@ class LatencyHistogram {
   void record(std::uint64_t value) noexcept {
     ++buckets_[index(value)];
     ++count_;
+    max_ = std::max(max_, value);
   }
   void merge(const LatencyHistogram& other) noexcept {
     for (std::size_t i = 0; i < buckets_.size(); ++i) buckets_[i] += other.buckets_[i];
     count_ += other.count_;
+    max_ = std::max(max_, other.max_);
   }
   std::uint64_t count() const noexcept { return count_; }
+  // The largest value recorded (exact, not a bucket's); 0 when empty.
+  std::uint64_t max() const noexcept { return max_; }
   // The value at quantile q in [0, 1] (bucket midpoint); 0 when empty.
   double quantile(double q) const noexcept;
 
@@ -64,6 +69,7 @@ class LatencyHistogram {
 
   std::array<std::uint64_t, (64 - kSubBits + 1) * kSub> buckets_{};
   std::uint64_t count_ = 0;
+  std::uint64_t max_ = 0;
 };
 
 }  // namespace chtbench

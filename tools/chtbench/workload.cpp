@@ -515,7 +515,8 @@ LatencyStats summarize(const LatencyHistogram& h, double ghz) {
           .p50 = h.quantile(0.50) / ghz,
           .p90 = h.quantile(0.90) / ghz,
           .p99 = h.quantile(0.99) / ghz,
-          .p999 = h.quantile(0.999) / ghz};
+          .p999 = h.quantile(0.999) / ghz,
+          .max = static_cast<double>(h.max()) / ghz};
 }
 
 RunResult run_benchmark(const StructureInfo& info, const RunConfig& config,

@@ -63,6 +63,7 @@ struct OpCounts {
 struct LatencyStats {
   std::uint64_t samples = 0;
   double p50 = 0, p90 = 0, p99 = 0, p999 = 0;  // nanoseconds
+  double max = 0;                              // the longest sample, nanoseconds
 };
 
 // Percentiles of a histogram of cycle counts, in nanoseconds at `ghz` cycles per ns.

@@ -58,8 +58,12 @@ TEST(Report, RunJsonHasTheSchemaFields) {
   for (const char* cls : {"get_suc", "get_fail", "put_suc", "put_fail", "rem_suc", "rem_fail"}) {
     ASSERT_TRUE(j["latency_ns"].contains(cls)) << cls;
     const auto& lat = j["latency_ns"][cls];
-    for (const char* p : {"p50", "p90", "p99", "p999"}) EXPECT_TRUE(lat.contains(p)) << cls << p;
+    for (const char* p : {"p50", "p90", "p99", "p999", "max"}) {
+      EXPECT_TRUE(lat.contains(p)) << cls << p;
+    }
     EXPECT_LE(lat["p50"].get<double>(), lat["p999"].get<double>()) << cls;
+    // The max is exact, p99.9 a bucket's midpoint (at most 1/64 above the bucket's values).
+    EXPECT_LE(lat["p999"].get<double>(), lat["max"].get<double>() * (1 + 1.0 / 32)) << cls;
   }
   EXPECT_GT(j["latency_ns"]["get_suc"]["samples"].get<std::uint64_t>(), 0u);
 }
@@ -156,6 +160,10 @@ TEST(Latency, HistogramQuantilesWithinBucketPrecision) {
   merged.merge(h);
   merged.merge(small);
   EXPECT_EQ(merged.count(), 100010u);
+  EXPECT_EQ(h.max(), 100000u);  // exact, not a bucket's midpoint
+  EXPECT_EQ(small.max(), 7u);
+  EXPECT_EQ(merged.max(), 100000u);
+  EXPECT_EQ(LatencyHistogram().max(), 0u);
 }
 
 TEST(Latency, TscFrequencyIsPlausible) {
