@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -124,6 +125,21 @@ Filter* filter_for_write(Keys& keys, Reply& reply, std::string_view key, Make ma
     reply.error("ERR Insufficient memory to create filter");
   }
   return nullptr;
+}
+
+// The family's EXISTS and MEXISTS: `key item [item ...]` looked up in the key's Filter, every
+// answer false for a missing key or one of another type (both families answer so); MEXISTS's
+// items through the filter's prefetching contains_many.
+template <class Filter, class Keys, class Args, class Reply>
+void exists_command(Keys& keys, const Args& args, Reply& reply, bool many) {
+  if (many ? args.size() < 3 : args.size() != 3) return arity_error(reply, args[0]);
+  const Lookup<Filter> found = look_up<Filter>(keys, args[1]);
+  if (!many) return reply.boolean(found.filter != nullptr && found.filter->contains(args[2]));
+  const std::vector<std::string_view> items = words(args, 2);
+  const std::unique_ptr<bool[]> hits = std::make_unique<bool[]>(items.size());  // false
+  if (found.filter) found.filter->contains_many(items, {hits.get(), items.size()});
+  reply.array(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) reply.boolean(hits[i]);
 }
 
 // SCANDUMP's chunks never cross a sub-filter's (or blob's) boundary and hold at most this many

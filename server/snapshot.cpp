@@ -129,7 +129,9 @@ void save_snapshot(const Keyspace& keyspace, const std::filesystem::path& file) 
     Writer out(temporary);
     out.bytes(kMagic);
     out.value<std::uint64_t>(entries.size());
-    for (const auto& [key, value] : entries) {
+    for (const auto& entry : entries) {
+      const std::string& key = entry.first;
+      const Value& value = entry.second;
       // A filter: its dump's header, then its blobs as one data field.
       const auto filter_entry = [&](std::uint8_t type, const auto& dump) {
         out.value<std::uint8_t>(type);

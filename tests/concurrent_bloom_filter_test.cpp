@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "acknowledged_reader.hpp"
 #include "ccf/bloom_filter.hpp"
 #include "sanitizer_scale.hpp"
 #include "test_keys.hpp"
@@ -211,25 +212,8 @@ TYPED_TEST(BloomPairTest, StressAcknowledgedKeysAlwaysFound) {
   for (int r = 0; r < kReaders; ++r) {
     threads.emplace_back([&, r] {
       start.arrive_and_wait();
-      std::mt19937_64 rng(static_cast<std::uint64_t>(r));
-      std::vector<std::uint64_t> batch(16);
-      bool out[16];
-      std::uint64_t local_misses = 0;
-      std::uint64_t local_checked = 0;
-      do {
-        const auto w = static_cast<std::size_t>(rng() % kWriters);
-        const std::size_t acknowledged = done[w].load(std::memory_order_acquire);
-        if (acknowledged == 0) continue;
-        for (auto& key : batch) key = keys[w][rng() % acknowledged];
-        filter.contains_many(std::span<const std::uint64_t>(batch), std::span<bool>(out));
-        for (std::size_t i = 0; i < batch.size(); ++i) {
-          local_misses += !out[i];
-          local_misses += !filter.contains(batch[i]);
-        }
-        local_checked += 2 * batch.size();
-      } while (writing.load(std::memory_order_acquire) != 0);
-      misses.fetch_add(local_misses);
-      checked.fetch_add(local_checked);
+      ccf::testing::read_acknowledged_keys(filter, keys, done, writing,
+                                           static_cast<std::uint64_t>(r), 16, misses, checked);
     });
   }
   for (auto& t : threads) t.join();

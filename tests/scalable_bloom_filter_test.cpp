@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "acknowledged_reader.hpp"
 #include "sanitizer_scale.hpp"
 #include "test_keys.hpp"
 
@@ -376,6 +377,8 @@ TEST(ScalableBloomFilter, StressGrowthNoFalseNegative) {
     std::vector<std::atomic<std::size_t>> done(kWriters);
     std::atomic<std::uint64_t> added{0};
     std::atomic<std::uint64_t> misses{0};
+    std::atomic<std::uint64_t> failed_adds{0};
+    std::atomic<std::uint64_t> bad_headers{0};
     std::atomic<std::uint64_t> checked{0};
     std::atomic<int> writing{kWriters};
     std::barrier start(kWriters + kReaders + 1);
@@ -388,7 +391,7 @@ TEST(ScalableBloomFilter, StressGrowthNoFalseNegative) {
           const BloomAddResult result = filter.add(keys[w][i]);
           mine += result == BloomAddResult::kAdded;
           if (result != BloomAddResult::kAdded && result != BloomAddResult::kPresent) {
-            misses.fetch_add(1);
+            failed_adds.fetch_add(1);
           }
           done[w].store(i + 1, std::memory_order_release);  // acknowledges keys [0, i]
         }
@@ -399,32 +402,15 @@ TEST(ScalableBloomFilter, StressGrowthNoFalseNegative) {
     for (int r = 0; r < kReaders; ++r) {
       threads.emplace_back([&, r] {
         start.arrive_and_wait();
-        std::mt19937_64 rng(static_cast<std::uint64_t>(r) + 7);
-        std::vector<std::uint64_t> batch(8);
-        bool out[8];
-        std::uint64_t local_misses = 0;
-        std::uint64_t local_checked = 0;
-        do {
-          const auto w = static_cast<std::size_t>(rng() % kWriters);
-          const std::size_t acknowledged = done[w].load(std::memory_order_acquire);
-          if (acknowledged == 0) continue;
-          for (auto& key : batch) key = keys[w][rng() % acknowledged];
-          filter.contains_many(std::span<const std::uint64_t>(batch), std::span<bool>(out));
-          for (std::size_t i = 0; i < batch.size(); ++i) {
-            local_misses += !out[i];
-            local_misses += !filter.contains(batch[i]);
-          }
-          local_checked += 2 * batch.size();
-        } while (writing.load(std::memory_order_acquire) != 0);
-        misses.fetch_add(local_misses);
-        checked.fetch_add(local_checked);
+        ccf::testing::read_acknowledged_keys(filter, keys, done, writing,
+                                             static_cast<std::uint64_t>(r) + 7, 8, misses, checked);
       });
     }
     threads.emplace_back([&] {  // dumps beside the adds: every one well formed
       start.arrive_and_wait();
       std::vector<std::byte> chunk(100);
       do {
-        if (ScalableBloomFilter::from_header(filter.header()) == nullptr) misses.fetch_add(1);
+        if (ScalableBloomFilter::from_header(filter.header()) == nullptr) bad_headers.fetch_add(1);
         filter.read_data(0,
                          std::span(chunk).first(std::min<std::uint64_t>(100, filter.data_bytes())));
         filter.expected_fpr();
@@ -433,6 +419,8 @@ TEST(ScalableBloomFilter, StressGrowthNoFalseNegative) {
     });
     for (auto& t : threads) t.join();
     EXPECT_EQ(misses.load(), 0u) << "of " << checked.load();
+    EXPECT_EQ(failed_adds.load(), 0u);
+    EXPECT_EQ(bad_headers.load(), 0u);
     EXPECT_GT(checked.load(), 0u);
     EXPECT_GT(filter.filter_count(), 1u);
     EXPECT_EQ(filter.size(), added.load());

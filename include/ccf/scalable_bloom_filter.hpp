@@ -6,7 +6,7 @@
 //   sub-filter i:  capacity c_i = capacity * expansion^i,  error e_i = e_0 / 2^i,
 //                  e_0 = error_rate / 2 (scaling) or error_rate (non-scaling, one sub-filter)
 //   chain:         [0] <-older- [1] <-older- ... <-older- [n-1] <- newest_
-//                  (and -newer-> the other way: the pointer that publishes a new sub-filter)
+//                  (and -newer-> the other way: ownership only, for the destructor)
 //
 // Sizing. The blocked layout's rate is above the standard formula's, so a sub-filter is sized
 // by searching bits per item upward from -ln(e_i) / ln^2(2) in steps of 2.5% until its
@@ -39,11 +39,14 @@
 //      published by a release store; adds into a sub-filter with room and all lookups never
 //      wait for it. Sub-filters are freed only by the destructor.
 //   3. No false negative: once add(x) has returned kAdded, every contains(x) that starts
-//      afterwards answers true -- its sub-filter was reachable from newest_ before add
-//      returned, and its bits are only ever set. kPresent means x tested present in some
-//      sub-filter; if that was a false positive, x's bits were NOT set, yet x stays reported
-//      present for good, since bits are never cleared (RedisBloom's rule too). A contains(x)
-//      concurrent with add(x) may answer either.
+//      afterwards answers true -- add found its sub-filter by a load of newest_ (never through
+//      `newer`), so by read-read coherence every later load of newest_ returns that sub-filter
+//      or a newer one, whose `older` chain reaches it; and its bits are only ever set. (Were
+//      the sub-filter taken from `newer`, the store to newest_ publishing it could still be
+//      pending when add returned, and a lookup could start from the sub-filter before it.) kPresent
+//      means x tested present in some sub-filter; if that was a false positive, x's bits were NOT
+//      set, yet x stays reported present for good, since bits are never cleared (RedisBloom's rule
+//      too). A contains(x) concurrent with add(x) may answer either.
 //   4. Two concurrent adds of one new item may both answer kAdded (both found it absent):
 //      callers that need one kAdded per item serialize adds of that item. An add checks
 //      presence in the sub-filters that exist when it starts; if it then moves on to a newer
@@ -217,7 +220,7 @@ class ScalableBloomFilter {
   ScalableBloomFilter(const ScalableBloomFilter&) = delete;
   ScalableBloomFilter& operator=(const ScalableBloomFilter&) = delete;
   ~ScalableBloomFilter() {
-    for (SubFilter* s = oldest_; s != nullptr;) delete std::exchange(s, s->newer.load());
+    for (SubFilter* s = oldest_; s != nullptr;) delete std::exchange(s, s->newer);
   }
 
   // kPresent: the item tests present in some sub-filter (nothing changes); kFull: non-scaling
@@ -477,7 +480,7 @@ class ScalableBloomFilter {
     const std::uint64_t offset;  // in the concatenation of the bit arrays
     SubFilter* const older;      // immutable: set before the sub-filter is published
     std::atomic<std::uint64_t> items{0};
-    std::atomic<SubFilter*> newer{nullptr};
+    SubFilter* newer = nullptr;  // written under grow_, read by the destructor alone
   };
 
   struct Parsed {
@@ -495,6 +498,7 @@ class ScalableBloomFilter {
   // (A) Acquire: pairs with the release stores in grow (B), so the sub-filter read here and
   // every older one (reached through `older`, set before publication) are fully constructed.
   const SubFilter* newest() const noexcept { return newest_.load(std::memory_order_acquire); }
+  SubFilter* mutable_newest() noexcept { return newest_.load(std::memory_order_acquire); }
 
   static bool contains_from(const SubFilter* s, std::uint64_t hash) noexcept {
     for (; s != nullptr; s = s->older) {
@@ -521,7 +525,7 @@ class ScalableBloomFilter {
   }
 
   BloomAddResult add_hash(std::uint64_t hash) {
-    SubFilter* top = const_cast<SubFilter*>(newest());
+    SubFilter* top = mutable_newest();
     if (contains_from(top, hash)) return BloomAddResult::kPresent;
     for (;;) {
       // Relaxed: the count only reserves a slot; the bits are published by the chain (A, B).
@@ -538,12 +542,13 @@ class ScalableBloomFilter {
     }
   }
 
-  // The sub-filter after `full`, made if there is none yet; nullptr if it cannot be.
+  // The newest sub-filter, made after `full` if `full` is still the newest; nullptr if it
+  // cannot be made. Reads newest_ only (3): newest_ only moves forward, so a value other than
+  // `full` is newer than `full`.
   SubFilter* grow(SubFilter* full) {
-    // Acquire: pairs with (B) as (A) does.
-    if (SubFilter* next = full->newer.load(std::memory_order_acquire)) return next;
+    if (SubFilter* now = mutable_newest(); now != full) return now;
     const std::lock_guard lock(*grow_);
-    if (SubFilter* next = full->newer.load(std::memory_order_acquire)) return next;
+    if (SubFilter* now = mutable_newest(); now != full) return now;
     const auto shape = detail::next_sub_filter_shape(full->shape, options_.expansion);
     if (!shape ||
         full->offset + full->words.bytes() + shape->bits / 8 > detail::kScalableMaxBytes) {
@@ -556,8 +561,8 @@ class ScalableBloomFilter {
       return nullptr;
     }
     // (B) Release: publishes the new sub-filter's construction (its zeroed words, shape and
-    // `older`) to every acquire load of `newer` or newest_ (A) that reads it.
-    full->newer.store(fresh, std::memory_order_release);
+    // `older`) to every acquire load of newest_ (A) that reads it.
+    full->newer = fresh;
     newest_.store(fresh, std::memory_order_release);
     return fresh;
   }
@@ -708,7 +713,7 @@ class ScalableBloomFilter {
     s->items.store(p.items[0], std::memory_order_relaxed);
     for (std::size_t i = 1; i < p.shapes.size(); ++i) {
       SubFilter* next = new SubFilter(p.shapes[i], i, s->offset + s->words.bytes(), s);
-      s->newer.store(next, std::memory_order_relaxed);  // published when the filter is
+      s->newer = next;
       next->items.store(p.items[i], std::memory_order_relaxed);
       s = next;
     }

@@ -223,25 +223,6 @@ void bf_insert(Keys& keys, const Args& args, Reply& reply) {
   add_in_order(*filter, args, items, reply);
 }
 
-// BF.EXISTS and BF.MEXISTS answer 0 for a missing key and for a key of another type.
-template <class Keys, class Args, class Reply>
-void bf_exists(Keys& keys, const Args& args, Reply& reply) {
-  if (args.size() != 3) return arity_error(reply, args[0]);
-  const Lookup<BfFilter> found = look_up<BfFilter>(keys, args[1]);
-  reply.boolean(found.filter != nullptr && found.filter->contains(args[2]));
-}
-
-template <class Keys, class Args, class Reply>
-void bf_mexists(Keys& keys, const Args& args, Reply& reply) {
-  if (args.size() < 3) return arity_error(reply, args[0]);
-  const Lookup<BfFilter> found = look_up<BfFilter>(keys, args[1]);
-  const std::vector<std::string_view> items = words(args, 2);
-  const std::unique_ptr<bool[]> hits = std::make_unique<bool[]>(items.size());  // false
-  if (found.filter) found.filter->contains_many(items, {hits.get(), items.size()});
-  reply.array(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i) reply.boolean(hits[i]);
-}
-
 template <class Keys, class Args, class Reply>
 void bf_card(Keys& keys, const Args& args, Reply& reply) {
   if (args.size() != 2) return arity_error(reply, args[0]);
@@ -427,9 +408,9 @@ void run(BfCommand command, Keys& keys, const Args& args, Reply& reply) {
     case BfCommand::kInsert:
       return bf_insert(keys, args, reply);
     case BfCommand::kExists:
-      return bf_exists(keys, args, reply);
+      return exists_command<BfFilter>(keys, args, reply, false);
     case BfCommand::kMExists:
-      return bf_mexists(keys, args, reply);
+      return exists_command<BfFilter>(keys, args, reply, true);
     case BfCommand::kInfo:
       return bf_info(keys, args, reply);
     case BfCommand::kCard:

@@ -197,24 +197,6 @@ void cf_insert(Keys& keys, const Args& args, Reply& reply, bool only_if_absent) 
 }
 
 template <class Keys, class Args, class Reply>
-void cf_exists(Keys& keys, const Args& args, Reply& reply) {
-  if (args.size() != 3) return arity_error(reply, args[0]);
-  const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
-  reply.boolean(found.filter && found.filter->contains(args[2]));
-}
-
-template <class Keys, class Args, class Reply>
-void cf_mexists(Keys& keys, const Args& args, Reply& reply) {
-  if (args.size() < 3) return arity_error(reply, args[0]);
-  const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
-  const std::vector<std::string_view> items = words(args, 2);
-  const std::unique_ptr<bool[]> hits = std::make_unique<bool[]>(items.size());  // false
-  if (found.filter) found.filter->contains_many(items, {hits.get(), items.size()});
-  reply.array(items.size());
-  for (std::size_t i = 0; i < items.size(); ++i) reply.boolean(hits[i]);
-}
-
-template <class Keys, class Args, class Reply>
 void cf_count(Keys& keys, const Args& args, Reply& reply) {
   if (args.size() != 3) return arity_error(reply, args[0]);
   const Lookup<CfFilter> found = look_up<CfFilter>(keys, args[1]);
@@ -407,9 +389,9 @@ void run(CfCommand command, Keys& keys, const Args& args, Reply& reply) {
     case CfCommand::kInsertNx:
       return cf_insert(keys, args, reply, true);
     case CfCommand::kExists:
-      return cf_exists(keys, args, reply);
+      return exists_command<CfFilter>(keys, args, reply, false);
     case CfCommand::kMExists:
-      return cf_mexists(keys, args, reply);
+      return exists_command<CfFilter>(keys, args, reply, true);
     case CfCommand::kCount:
       return cf_count(keys, args, reply);
     case CfCommand::kDel:
