@@ -1,5 +1,6 @@
-// The cooperative, incremental resizes of BasicClht (include/ccf/tables/basic_clht.hpp, M1-M6)
-// and HopscotchMap (include/ccf/tables/hopscotch_map.hpp, R1-R6):
+// The cooperative, incremental resizes of BasicClht (include/ccf/tables/basic_clht.hpp, M1-M6),
+// HopscotchMap (include/ccf/tables/hopscotch_map.hpp, R1-R6) and CuckooMap
+// (include/ccf/tables/cuckoo_map.hpp, C1-C6):
 // - a model test on a table that starts with one bucket, so that most operations run while a
 //   migration is under way, and that ends holding little more than its current table (old
 //   tables' pages handed back);
@@ -13,6 +14,7 @@
 // hash_table_contract_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -24,7 +26,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ccf/detail/page_buffer.hpp"
 #include "ccf/tables/clht_lb.hpp"
+#include "ccf/tables/cuckoo_map.hpp"
 #include "ccf/tables/hopscotch_map.hpp"
 #include "ccf/tables/htm_clht.hpp"
 #include "eventually.hpp"
@@ -40,18 +44,31 @@ using ccf::Status;
 // current table's buckets.
 template <class Table>
 struct Resizing;
+// Bytes of `bytes` of buckets as a PageBuffer maps them: whole huge pages from 2 MiB on.
+constexpr std::size_t mapped(std::size_t bytes) {
+  constexpr std::size_t kHuge = ccf::detail::PageBuffer::kHugePage;
+  return bytes < kHuge ? bytes : (bytes + kHuge - 1) / kHuge * kHuge;
+}
 template <class Writers>
 struct Resizing<ccf::BasicClht<Writers>> {
   static constexpr std::uint64_t kUnit = ccf::BasicClht<Writers>::kChunk;
   static std::size_t current_bytes(const ccf::BasicClht<Writers>& table) {
-    return table.bucket_count() * 64;
+    return mapped(table.bucket_count() * 64);
   }
 };
 template <unsigned H, class Hook>
 struct Resizing<ccf::HopscotchMap<H, Hook>> {
   static constexpr std::uint64_t kUnit = ccf::HopscotchMap<H, Hook>::kSegment;
   static std::size_t current_bytes(const ccf::HopscotchMap<H, Hook>& table) {
-    return (table.bucket_count() + 2 * kUnit) * 24;
+    return mapped((table.bucket_count() + 2 * kUnit) * 24);
+  }
+};
+
+template <class K, class V, class Hash, class Equal>
+struct Resizing<ccf::CuckooMap<K, V, Hash, Equal>> {
+  static constexpr std::uint64_t kUnit = ccf::CuckooMap<K, V, Hash, Equal>::kChunk;
+  static std::size_t current_bytes(const ccf::CuckooMap<K, V, Hash, Equal>& table) {
+    return mapped(table.bucket_count() * 80);
   }
 };
 
@@ -60,9 +77,10 @@ class TableResize : public ::testing::Test {};
 
 // CLHT with bucket locks, elided bucket locks, and a global (TTAS, not FIFO: fair to 8 threads on
 // 2 cores) elided lock: the three ways the policies take a head; Hopscotch with both
-// neighbourhoods.
+// neighbourhoods; the cuckoo map.
 using Tables = ::testing::Types<ccf::ClhtLb, ccf::HtmClhtFine, ccf::htm_clht::ScmTtasOpt,
-                                ccf::HopscotchMap<32>, ccf::HopscotchMap<64>>;
+                                ccf::HopscotchMap<32>, ccf::HopscotchMap<64>,
+                                ccf::CuckooMap<std::uint64_t, std::uint64_t>>;
 TYPED_TEST_SUITE(TableResize, Tables);
 
 TYPED_TEST(TableResize, AgreesWithAMapWhileMigrating) {
@@ -369,6 +387,146 @@ TEST(HopscotchResizeStall, AThreadSuspendedInItsClaimHoldsNobody) {
   ASSERT_GT(victim_keys, homes / 2);
   for (std::uint64_t key = 1; key <= victim_keys; ++key) ASSERT_EQ(map.find(key), key) << key;
   EXPECT_EQ(map.size(), victim_keys + kOthers * per_other / 2);
+}
+
+// The hash a key has in the map below: the key itself (mix64 of its unmix64).
+struct KeyIsItsHash {
+  std::uint64_t operator()(std::uint64_t key) const noexcept { return ccf::testing::unmix64(key); }
+};
+
+// A migration that gets stuck (C2): 9 keys with one tag whose primaries in the new table are P
+// and its alternate R, so that all 9 can only sit in those two buckets (8 slots) there, while the
+// old table holds them in two bucket pairs (three or four buckets). The copy of the 9th finds no
+// path, takes its chunk's items back and marks the migration stuck; the map goes on serving from
+// both tables -- every key found, erased, assigned and inserted as a model says, inserts of keys
+// with an unmoved chunk going to the new table until it is full.
+TEST(CuckooResizeStuck, AStuckMigrationKeepsServingFromBothTables) {
+  using Map = ccf::CuckooMap<std::uint64_t, std::uint64_t, KeyIsItsHash>;
+  using Addressing = ccf::detail::Addressing<11>;
+  constexpr std::uint64_t kOld = 64;  // buckets: 4 chunks
+  Map map(static_cast<std::size_t>(kOld * Map::kSlots * Map::kSizingLoad));
+  ASSERT_EQ(map.bucket_count(), kOld);
+  const Addressing old_addressing(kOld), new_addressing(2 * kOld);
+  // A tag, and buckets P and R = its alternate in the new table, whose old pairs differ (two
+  // pairs, at most one bucket shared: room for the 9 keys in 12 or 16 slots).
+  std::uint32_t tag = 1;
+  std::uint64_t p = 0, r = 0;
+  const auto differ = [&] {
+    r = new_addressing.alternate(p, tag);
+    const std::uint64_t a = p / 2, b = old_addressing.alternate(a, tag);
+    const std::uint64_t c = r / 2, d = old_addressing.alternate(c, tag);
+    const bool same_pair = (a == c && b == d) || (a == d && b == c);
+    return r != p && a != b && c != d && !same_pair;
+  };
+  for (; !differ(); p = (p + 1) % (2 * kOld), tag += p == 0) {
+    ASSERT_LT(tag, 64u) << "no buckets as the test needs";
+  }
+  // Keys (= hashes) with that tag whose bucket among 2 * kOld is `bucket`.
+  const auto keys_at = [&](std::uint64_t bucket, unsigned count, unsigned first) {
+    std::vector<std::uint64_t> keys;
+    // The first hash of the bucket (2 * kOld, a power of two, divides 2^64).
+    const std::uint64_t start = bucket * (~std::uint64_t{0} / (2 * kOld) + 1);
+    for (unsigned j = first; j < first + count; ++j) {
+      keys.push_back((start | 0x7ff) + 1 + (std::uint64_t{j} << 11) + tag);
+    }
+    return keys;
+  };
+  std::vector<std::uint64_t> crowd = keys_at(p, 5, 0);
+  for (const std::uint64_t key : keys_at(r, 4, 5)) crowd.push_back(key);
+  std::unordered_map<std::uint64_t, std::uint64_t> model;
+  for (std::size_t i = 0; i < crowd.size(); ++i) {
+    const std::uint64_t key = crowd[i];
+    ASSERT_EQ(new_addressing.index(key), i < 5 ? p : r);
+    ASSERT_EQ(Addressing::fingerprint(key), tag);
+    ASSERT_EQ(map.insert(key, ~key), Status::kOk);
+    model[key] = ~key;
+  }
+  // Random keys until the migration is stuck: it begins when the old table is nearly full, and
+  // never completes.
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 20'000 && map.resizes() == 0; ++i) {
+    const std::uint64_t key = rng() | 1;
+    const Status status = map.insert(key, key);
+    ASSERT_NE(status, Status::kExists);
+    if (status == Status::kOk) model[key] = key;
+  }
+  ASSERT_TRUE(map.resizing());
+  ASSERT_EQ(map.resizes(), 0u) << "the migration completed: the crowd fitted after all";
+  // Every operation still answers as the model says.
+  std::size_t full = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    const std::uint64_t key =
+        i % 4 == 0 ? crowd[rng() % crowd.size()] : (rng() % 2 ? rng() | 1 : model.begin()->first);
+    const auto it = model.find(key);
+    switch (rng() % 4) {
+      case 0: {
+        const Status status = map.insert(key, i);
+        if (it != model.end()) {
+          ASSERT_EQ(status, Status::kExists);
+        } else if (status == Status::kFull) {
+          ++full;
+        } else {
+          ASSERT_EQ(status, Status::kOk);
+          model[key] = i;
+        }
+        break;
+      }
+      case 1:
+        ASSERT_EQ(map.erase(key), it != model.end() ? Status::kOk : Status::kNotFound);
+        if (it != model.end()) model.erase(it);
+        break;
+      case 2:
+        if (it != model.end()) {
+          ASSERT_EQ(map.insert_or_assign(key, i + 1), Status::kExists);
+          it->second = i + 1;
+        }
+        break;
+      default:
+        ASSERT_EQ(map.find(key),
+                  it == model.end() ? std::nullopt : std::optional<std::uint64_t>(it->second));
+    }
+  }
+  EXPECT_GT(full, 0u) << "the new table was meant to fill";
+  EXPECT_TRUE(map.resizing());
+  EXPECT_EQ(map.size(), model.size());
+  for (const auto& [key, value] : model) ASSERT_EQ(map.find(key), value) << key;
+
+  // Then 4 threads (on 2 cores): each erases and re-inserts keys of its own share of the model,
+  // checking every answer, while the crowd's keys, which none of them updates, are looked up by
+  // all.
+  constexpr unsigned kThreads = 4;
+  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> shares(kThreads);
+  std::size_t next = 0;
+  for (const auto& item : model) {
+    if (std::find(crowd.begin(), crowd.end(), item.first) == crowd.end()) {
+      shares[next++ % kThreads].push_back(item);
+    }
+  }
+  std::atomic<std::uint64_t> wrong{0};
+  {
+    std::vector<std::jthread> threads;
+    for (unsigned t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        std::vector<bool> present(shares[t].size(), true);  // a re-insert may get kFull
+        for (int round = 0; round < 4; ++round) {
+          for (std::size_t i = 0; i < shares[t].size(); ++i) {
+            const auto [key, value] = shares[t][i];
+            const std::uint64_t other = crowd[(key + round) % crowd.size()];
+            bool ok = map.contains(other) == model.contains(other);  // nobody erases the crowd
+            if (present[i]) ok &= map.erase(key) == Status::kOk;
+            ok &= !map.contains(key);
+            const Status again = map.insert(key, value);  // kFull: the new table has no room
+            present[i] = again == Status::kOk;
+            ok &= again == Status::kOk || again == Status::kFull;
+            ok &=
+                map.find(key) == (present[i] ? std::optional<std::uint64_t>(value) : std::nullopt);
+            if (!ok) wrong.fetch_add(1);
+          }
+        }
+      });
+    }
+  }
+  EXPECT_EQ(wrong.load(), 0u);
 }
 
 // A table as a set whose migration has begun when the history starts: every update of the

@@ -17,6 +17,8 @@
 //   Guard(a[, b[, c]])  locks the stripes of up to three buckets, in address order (no deadlock
 //                       between guards), each once.
 //   TryGuard(a)         locks bucket a's stripe if it is free now; owns() says whether it did.
+//   RangeGuard(a, n, wait)  the stripes of buckets a .. a + n - 1 (n <= count()), in address
+//                       order; without `wait`, only if each is free when tried (else none held).
 //   AllGuard            every stripe, in order (a resize).
 //   prefetch_for_lock(a, b)  fetch the stripe lines of buckets a and b for writing, ahead of a
 //                       Guard: a batch stages it with the buckets, so that the lock's miss
@@ -145,6 +147,59 @@ class SeqStripes {
 
    private:
     Stripe* stripe_;
+  };
+
+  // Holds the stripes of a run of buckets for its lifetime (the chunk a migration copies).
+  class RangeGuard {
+   public:
+    RangeGuard(const SeqStripes& stripes, std::uint64_t first, std::uint64_t count,
+               bool wait) noexcept
+        : stripes_(stripes) {
+      // The run's stripes are distinct (count <= count_); from first's, wrapping once: in address
+      // order, the wrapped part [0, low_) comes first.
+      const std::uint64_t start = first & (stripes.count_ - 1);
+      const std::uint64_t end = start + count;
+      low_ = end > stripes.count_ ? end - stripes.count_ : 0;
+      high_ = {start, std::min<std::uint64_t>(end, stripes.count_)};
+      for (std::uint64_t s = 0; s < low_; ++s) {
+        if (!take(s, wait)) {
+          release(s, high_.first);
+          return;
+        }
+      }
+      for (std::uint64_t s = high_.first; s < high_.second; ++s) {
+        if (!take(s, wait)) {
+          release(low_, s);
+          return;
+        }
+      }
+      owns_ = true;
+    }
+    ~RangeGuard() {
+      if (owns_) release(low_, high_.second);
+    }
+    RangeGuard(const RangeGuard&) = delete;
+    RangeGuard& operator=(const RangeGuard&) = delete;
+    bool owns() const noexcept { return owns_; }
+
+   private:
+    bool take(std::uint64_t s, bool wait) noexcept {
+      if (wait) {
+        lock(stripes_.stripes_[s]);
+        return true;
+      }
+      return try_lock(stripes_.stripes_[s]);
+    }
+    // Unlocks [0, low_end) and [high_.first, high_end).
+    void release(std::uint64_t low_end, std::uint64_t high_end) noexcept {
+      for (std::uint64_t s = 0; s < low_end; ++s) unlock(stripes_.stripes_[s]);
+      for (std::uint64_t s = high_.first; s < high_end; ++s) unlock(stripes_.stripes_[s]);
+    }
+
+    const SeqStripes& stripes_;
+    std::uint64_t low_ = 0;
+    std::pair<std::uint64_t, std::uint64_t> high_{};
+    bool owns_ = false;
   };
 
   // Holds every stripe, taken in order, for its lifetime: no Guard holds one meanwhile, and no

@@ -38,8 +38,9 @@
 // bucket's stripe, and a write that changes whether or where an item with primary p is, or p's
 // overflow, holds p's stripe (and the other bucket's, if it writes there).
 //
-// Synchronization: writers lock sync::SeqStripes (sync/seq_stripes.hpp): bucket i belongs to
-// stripe i mod S (S fixed at construction, 64 to 4096). Readers never touch the stripes: every
+// Synchronization: writers lock the table's sync::SeqStripes (sync/seq_stripes.hpp): bucket i
+// belongs to stripe i mod S (S from 64 to 4096 by the table's size). Readers never touch the
+// stripes: every
 // mutation of the table (Table::mutate: store, erase, assign, move) makes the versions of the
 // buckets it changes odd while it changes them, under those buckets' stripes.
 //   find      optimistic, both buckets prefetched (Table::snapshot): read i1's version, then its
@@ -64,10 +65,10 @@
 //             and clear the key's tag there -- or, absent from i1 and its overflow zero,
 //             kNotFound. Else lock the stripes of i1, i2; clear the key's tag (and, if it was
 //             displaced, count it out of i1).
-//   resize    when no path exists and the table is at least half full: lock every stripe,
-//             rehash into a table twice as large, publish it, unlock. Below half full a missing
-//             path means more than 8 keys share one bucket pair and tag -- a degenerate hash --
-//             and the insert returns kFull instead of doubling the table without end.
+//   resize    when no path exists and the table is at least half full: a migration into a
+//             table twice as large (below), carried out by the updates together. Below half full
+//             a missing path means more than 8 keys share one bucket pair and tag -- a
+//             degenerate hash -- and the insert returns kFull instead of doubling without end.
 //
 // Why a find never misses a present key, nor returns a torn value: a key's slot (stored, moved
 // between its two buckets, cleared, its value assigned) and its primary's overflow only change
@@ -78,22 +79,67 @@
 // re-reading i1's: the two buckets' quiet windows overlap, and at a moment in both it saw both. A
 // find that loaded the table just before a resize published a larger one reads the old table,
 // which no longer changes after the publication: its answer is the map's state at that moment,
-// inside the find's run (old tables are kept until the map is destroyed, so it is readable).
-// Writers re-check after locking that their table is still the current one.
+// inside the find's run. Writers re-check after locking that their table is not migrating.
+//
+// Resize: cooperative and incremental (as tables/hopscotch_map.hpp's R1-R6, with the state of
+// detail/table_migration.hpp), in chunks of kChunk buckets of the old table. An item belongs to
+// the chunk of the bucket it sits in, so a key's two buckets may lie in two chunks.
+//   C1  Begin. The insert that finds no path in the current table, if it gets resize_lock_ (a
+//       try-lock), allocates the table of 2m buckets and the migration's state, and stores the
+//       old table's `migration` pointer (release). Only a current table begins one, once.
+//   C2  One chunk. move_chunk holds the stripes of the chunk's buckets in the old table
+//       (SeqStripes::RangeGuard) and inserts each item sitting there into the new table as any
+//       insert does there (its own stripes, cuckoo paths step by step), then sets moved[c]
+//       (release) and unlocks. It writes nothing into the old table, so lookups of the old table
+//       never retry because of it. Invariant: an item lives in the old table while the chunk of
+//       its bucket is unmoved, in the new table after. From the migration's start no update
+//       writes into the old table (C3), so a chunk's items only leave it. Should an item find no
+//       path in the new table (a degenerate hash), the copy takes back what it placed, leaves the
+//       chunk in the old table and marks the migration stuck: it never completes, and the
+//       updates of keys with an unmoved bucket then run one at a time (stuck_lock_) on both
+//       tables -- the key's unmoved buckets in the old one, else the new one, which takes their
+//       inserts until it is full (kFull); lookups that miss in the old table then ask the new
+//       one too.
+//   C3  Routing. An update first takes its share (C4), then moves the chunks of both of its
+//       key's buckets if they are not (waiting for their stripes), and runs in the new table:
+//       there, and only there, the key's item can be. An update that took its stripes in a table
+//       before a migration of it began finds the `migration` pointer set under them (the copies
+//       of its buckets' chunks wait for those stripes) and starts over; one that read it unset
+//       finishes first, and the copies see what it wrote.
+//   C4  Sharing. Every insert and erase that finds its table migrating claims one chunk
+//       (TableMigration::claim, a wrapping cursor) and moves it unless moved or busy (try-lock).
+//       A thread suspended between claim and lock holds nobody; one suspended in a copy holds
+//       that chunk's stripes, as any lock holder does. reserve() claims until done.
+//   C5  Lookups never wait for a migration: with both of the key's chunks unmoved, the old table
+//       answers (snapshot as above); with one moved, the other bucket in the old table (if its
+//       chunk is unmoved), then the new table. Either way the moved flags read before are read
+//       again after the old table's snapshot, and a change sends the lookup round again: an
+//       answer from the old table stands only if the old table held the key's bucket(s) through
+//       the snapshot. A lookup of a table with no migration reads its `migration` pointer again
+//       after the snapshot for the same reason (a migration may begin, and even end, meanwhile). A
+//       key's item is in the old table or the new one, never both; it moves only with its chunk,
+//       whose flag then changes.
+//   C6  Publication and memory. The thread that moves the last chunk publishes the new table
+//       (TableGenerations::publish) and hands the old table's buckets back to the system
+//       (MADV_DONTNEED: they read as zeros from then on; tables under 64 KiB are kept). No
+//       update touches them any more (C3); a late lookup that reads zeros -- an empty bucket,
+//       version 0 -- read them after every chunk's flag was set, and its re-check of the flags
+//       (C5) sends it on to the new table (the argument of tables/basic_clht.hpp's M6).
 //
 // Memory ordering: the bucket versions follow SeqStripes' points (2)-(6) (Boehm's fence-free
 // seqlock), with (1) a relaxed store of the odd version by the stripe's holder, the version's
 // only writer, that (2) keeps ahead of the slot words' release stores; (4) slot words are read
 // with acquire loads. The stripes order writers among themselves (SeqStripes (1), (3)). The table
-// pointer is published with release after the rehash and loaded with acquire.
+// and migration pointers are published with release and loaded with acquire (C1, C6).
 //
 // Hash and KeyEqual: a find may compare the key it looks for against a copy of a slot's key
 // that a writer is overwriting (the result is discarded when validation fails), so KeyEqual
 // must be a pure function of the bytes. Hash is called only on keys the user passes and, during
 // a resize, on stored keys.
 //
-// Progress: finds are blocking only while a mutation changes one of their buckets; updates
-// block on stripe locks (a resize holds them all, and finds of the old table go on meanwhile).
+// Progress: finds are blocking only while a mutation changes one of their buckets, never waiting
+// for a migration; updates block on stripe locks and do at most three chunks' copies besides
+// their own work (C3, C4).
 #pragma once
 
 #include <algorithm>
@@ -108,10 +154,12 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 
 #include "ccf/detail/addressing.hpp"
@@ -120,7 +168,9 @@
 #include "ccf/detail/map_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/prefetch.hpp"
+#include "ccf/detail/sharded_counter.hpp"
 #include "ccf/detail/table_generations.hpp"
+#include "ccf/detail/table_migration.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 #include "ccf/sync/seq_stripes.hpp"
@@ -138,13 +188,14 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   static constexpr unsigned kSlots = 4;
   // The load a table is sized for; it fills to about 0.95 before the first resize.
   static constexpr double kSizingLoad = 0.9;
+  // Buckets a migration moves per claim (C2, C4): about 60 items near the sizing load.
+  static constexpr std::uint64_t kChunk = 16;
 
   // Room for `capacity` items without a resize. Throws std::invalid_argument if that needs more
   // than 2^40 buckets, the library's table limit; reserve() likewise, changing nothing.
   explicit CuckooMap(std::size_t capacity = 1024, Hash hash = {}, KeyEqual equal = {})
       : hash_(std::move(hash)),
         equal_(std::move(equal)),
-        stripes_(stripes_for(buckets_for(capacity))),
         tables_(std::make_unique<Table>(buckets_for(capacity))) {}
   CuckooMap(const CuckooMap&) = delete;
   CuckooMap& operator=(const CuckooMap&) = delete;
@@ -167,43 +218,41 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     // A failed update writes nothing (ASCY 3, as in tables/basic_clht.hpp): an absent key is
     // reported from an optimistic lookup, at the moment it validated.
     if (!present(key, h)) return Status::kNotFound;
-    const std::uint32_t tag = Addressing::fingerprint(h);
-    // Its tag not in the primary: present (as it just was), it sits in its alternate.
-    const auto in_primary = [&](std::uint64_t header) {
-      return Tags::lanes_equal(header, tag) != 0;
-    };
-    const std::optional<Status> erased = with_primary(
-        h, in_primary, [&](Table& table, std::uint64_t primary) -> std::optional<Status> {
-          const std::uint64_t header = table.header(primary);
-          if (const auto slot = table.find_in(primary, header, tag, key, equal_)) {
-            table.erase(*slot, primary);
-            stripes_.add_items(primary, -1);
-            return Status::kOk;
-          }
-          if (Table::overflow(header) == 0) return Status::kNotFound;
-          return std::nullopt;  // it may sit in its alternate
-        });
-    if (erased) return *erased;
-    return locked(h, [&](Table& table, const detail::Location& at) {
-      const auto slot = table.find(at, key, equal_);
-      if (!slot) return Status::kNotFound;
-      table.erase(*slot, at.primary);
-      stripes_.add_items(at.primary, -1);
-      return Status::kOk;
-    });
+    for (;;) {
+      Table* table = table_for_update(h);
+      if (table == nullptr) return update_stuck(h, key, nullptr, false);
+      if (const auto status = erase_in(*table, h, key)) {
+        if (*status == Status::kOk) items_.add(-1);
+        return *status;
+      }
+    }
   }
 
   // Exact when no update is in flight.
-  std::size_t size() const noexcept { return stripes_.items(); }
+  std::size_t size() const noexcept { return static_cast<std::size_t>(items_.value()); }
   std::size_t bucket_count() const noexcept { return tables_.current()->buckets; }
   // Slots in the current table.
   std::size_t capacity() const noexcept { return bucket_count() * kSlots; }
-  // Grows the table (if needed) so that `capacity` items fit at the sizing load.
+  // Grows the table (doubling, as often as needed) so that `capacity` items fit at the sizing
+  // load, migrating until it does (with whichever threads help); stops early if a migration is
+  // stuck (C2) or at the table limit.
   void reserve(std::size_t capacity) {
     const std::uint64_t buckets = buckets_for(capacity);
-    while (bucket_count() < buckets) grow(tables_.current(), buckets);
+    for (Table* table = tables_.current(); table->buckets < buckets; table = tables_.current()) {
+      Migration* m = table->migration.load(std::memory_order_acquire);
+      if (m == nullptr) {
+        if (2 * table->buckets > kMaxBuckets) return;
+        begin_migration(*table);
+      } else if (m->stuck()) {
+        return;
+      } else {
+        migrate_claimed(*table, *m);
+      }
+    }
   }
-  std::size_t stripe_count() const noexcept { return stripes_.count(); }
+  // Whether a resize is under way: begun, its new table not yet current.
+  bool resizing() const noexcept { return tables_.current()->migrating(); }
+  std::size_t stripe_count() const noexcept { return tables_.current()->stripes.count(); }
   // Items stored in their alternate bucket: the sum of the primaries' overflow counts. A lookup
   // whose primary counts none reads one bucket. Exact when no update is in flight; O(buckets).
   std::size_t displaced() const noexcept {
@@ -215,11 +264,9 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   // Resizes done so far, and the time they took in all (the cost the benchmarks report).
   std::uint64_t resizes() const noexcept { return tables_.resizes(); }
   std::uint64_t resize_nanoseconds() const noexcept { return tables_.resize_nanoseconds(); }
-  // Every table still held (the current one and the ones lookups may still read), the stripes
-  // and the map object.
-  std::size_t memory_bytes() const {
-    return tables_.memory_bytes() + stripes_.memory_bytes() + sizeof(*this);
-  }
+  // Every table still held (buckets and stripes; a retired table's stripes only, C6) and the
+  // map object.
+  std::size_t memory_bytes() const { return tables_.memory_bytes() + sizeof(*this); }
 
  private:
   friend class detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, Key, Value>;
@@ -270,11 +317,15 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     unsigned lane;
   };
 
+  struct Table;
+  using Migration = detail::TableMigration<Table>;  // its chunks: kChunk buckets (C1-C6)
+
   // One table: its buckets on huge pages where the system allows (detail/page_buffer.hpp).
   struct Table {
     explicit Table(std::uint64_t count)
         : buckets(count),
           addressing(count),
+          stripes(stripes_for(count)),
           storage(count * sizeof(Bucket)),
           bucket(construct(storage, count)) {}
 
@@ -287,6 +338,10 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     detail::Location locate(std::uint64_t h) const noexcept {
       return detail::locate(addressing, h);
     }
+    // Whether a migration of this table has begun (C1). Relaxed: for a writer under a stripe
+    // (C3), whose lock orders it; lookups load the pointer with acquire.
+    bool migrating() const noexcept { return migration.load(std::memory_order_relaxed) != nullptr; }
+    std::uint64_t chunks() const noexcept { return (buckets + kChunk - 1) / kChunk; }
     std::uint64_t header(std::uint64_t b) const noexcept {
       return bucket[b].header.load(std::memory_order_acquire);
     }
@@ -341,6 +396,18 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
            bucket[at.alternate].version.load(std::memory_order_relaxed) != alternate_version)) {
         return std::nullopt;
       }
+      return result;
+    }
+    // f(the slot of bucket b holding `key`, or nullopt) as of one moment at which no mutation was
+    // changing b; nullopt if one overlapped. snapshot()'s protocol for one bucket (C5).
+    template <class F>
+    auto snapshot_bucket(std::uint64_t b, std::uint32_t tag, const Key& key, const KeyEqual& equal,
+                         F&& f) const
+        -> std::optional<std::invoke_result_t<F&, const std::optional<Slot>&>> {
+      const std::uint64_t before = version(b);
+      if ((before & 1) != 0) return std::nullopt;
+      auto result = f(find_in(b, header(b), tag, key, equal));
+      if (bucket[b].version.load(std::memory_order_relaxed) != before) return std::nullopt;
       return result;
     }
     // The slot of bucket b (whose header is `header`) holding `key`.
@@ -417,7 +484,10 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
       detail::prefetch_line(first + sizeof(Bucket) - 1);
     }
 
-    std::size_t memory_bytes() const noexcept { return storage.reserved_bytes(); }
+    std::size_t memory_bytes() const noexcept {
+      return stripes.memory_bytes() +
+             (retired.load(std::memory_order_relaxed) ? 0 : storage.reserved_bytes());
+    }
 
    private:
     std::uint64_t version(std::uint64_t b) const noexcept {
@@ -472,8 +542,13 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
    public:
     std::uint64_t buckets;
     Addressing addressing;
+    mutable sync::SeqStripes stripes;
     detail::PageBuffer storage;
     Bucket* bucket;  // in storage
+    // Set once, under resize_lock_, when a migration of this table begins (release: C1).
+    std::atomic<Migration*> migration{nullptr};
+    std::unique_ptr<Migration> owned_migration;
+    std::atomic<bool> retired{false};  // its buckets handed back (C6)
   };
 
   static std::uint64_t buckets_for(std::size_t capacity) {
@@ -490,35 +565,32 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
 
   std::uint64_t hash(const Key& key) const { return mix64(static_cast<std::uint64_t>(hash_(key))); }
 
-  // Runs f(table, primary) -> std::optional<Status> under the stripe of the key's primary bucket
-  // alone, in the current table. Enough for an update that needs only that bucket: every write
-  // that changes whether or where an item with primary p is holds p's stripe, so while f holds
-  // it the key is in p, or displaced and counted in p's overflow, or absent -- and stays so.
-  // nullopt without locking when worth(header), an unlocked look at the primary's header, says
-  // that f would need both buckets: near the sizing load many updates do.
+  // Runs f(primary) -> std::optional<Status> under the stripe of the key's primary bucket alone,
+  // in `table`. Enough for an update that needs only that bucket: every write that changes
+  // whether or where an item with primary p is holds p's stripe, so while f holds it the key is
+  // in p, or displaced and counted in p's overflow, or absent -- and stays so. nullopt without
+  // locking when worth(header), an unlocked look at the primary's header, says that f would need
+  // both buckets (near the sizing load many updates do), or when the table is migrating (C3: the
+  // long way, locked(), then starts over).
   template <class Worth, class F>
-  std::optional<Status> with_primary(std::uint64_t h, Worth&& worth, F&& f) {
-    for (;;) {
-      Table& table = *tables_.current();
-      const std::uint64_t primary = table.addressing.index(h);
-      if (!worth(table.header(primary))) return std::nullopt;
-      const sync::SeqStripes::Guard guard(stripes_, primary);
-      // A resize holds every stripe while it swaps tables: under ours, the current table stays.
-      if (tables_.is_current(&table)) return f(table, primary);
-    }
+  std::optional<Status> with_primary(Table& table, std::uint64_t h, Worth&& worth, F&& f) {
+    const std::uint64_t primary = table.addressing.index(h);
+    if (!worth(table.header(primary))) return std::nullopt;
+    const sync::SeqStripes::Guard guard(table.stripes, primary);
+    if (table.migrating()) return std::nullopt;
+    return f(primary);
   }
-  // Runs f(table, at) under the stripes of the key's two buckets in the current table.
+  // f(at) under the stripes of the key's two buckets in `table`; nullopt if the table is
+  // migrating (C3: the update starts over).
   template <class F>
-  auto locked(std::uint64_t h, F&& f) {
-    for (;;) {
-      Table& table = *tables_.current();
-      const detail::Location at = table.locate(h);
-      table.prefetch(at.primary);  // the buckets' misses overlap with taking the locks
-      table.prefetch(at.alternate);
-      const sync::SeqStripes::Guard guard(stripes_, at.primary, at.alternate);
-      // A resize holds every stripe while it swaps tables: under ours, the current table stays.
-      if (tables_.is_current(&table)) return f(table, at);
-    }
+  auto locked(Table& table, std::uint64_t h, F&& f)
+      -> std::optional<std::invoke_result_t<F&, const detail::Location&>> {
+    const detail::Location at = table.locate(h);
+    table.prefetch(at.primary);  // the buckets' misses overlap with taking the locks
+    table.prefetch(at.alternate);
+    const sync::SeqStripes::Guard guard(table.stripes, at.primary, at.alternate);
+    if (table.migrating()) return std::nullopt;
+    return f(at);
   }
 
   // f(table, the slot holding `key` or nullopt), optimistic (Table::snapshot, retried while a
@@ -526,17 +598,59 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   // misses the processor overlaps, so a call per lookup costs (docs/benchmarks.md).
   template <class F>
   [[gnu::always_inline]] auto read(const Key& key, std::uint64_t h, F&& f) const {
-    const Table& table = *tables_.current();
-    const detail::Location at = table.locate(h);
-    // Both misses start before the stripes are read. The alternate's costs no wait, and a lookup
-    // that does need it (near the sizing load, many do) does not wait for it after the primary's.
-    table.prefetch(at.primary);
-    table.prefetch(at.alternate);
-    const auto probe = [&](const std::optional<Slot>& slot) { return f(table, slot); };
-    sync::SpinWait wait;  // while a mutation changes one of the buckets (or overlapped the read)
+    const Table* table = tables_.current();
     for (;;) {
-      if (auto result = table.snapshot(at, key, equal_, probe)) return *std::move(result);
-      wait.wait();
+      const detail::Location at = table->locate(h);
+      // Both misses start before the stripes are read. The alternate's costs no wait, and a
+      // lookup that does need it (near the sizing load, many do) does not wait for it after the
+      // primary's.
+      table->prefetch(at.primary);
+      table->prefetch(at.alternate);
+      const auto probe = [&](const std::optional<Slot>& slot) { return f(*table, slot); };
+      const Migration* m = table->migration.load(std::memory_order_acquire);
+      sync::SpinWait wait;  // while a mutation changes one of the buckets (or overlapped the read)
+      if (m == nullptr) [[likely]] {
+        // The pointer is read again after the snapshot (acquire, ordered after its loads): still
+        // unset, no chunk had moved, and the table held the key's buckets throughout (C5).
+        auto result = table->snapshot(at, key, equal_, probe);
+        if (result && table->migration.load(std::memory_order_acquire) == nullptr) {
+          return *std::move(result);
+        }
+        wait.wait();
+        continue;
+      }
+      // (C5) A migration under way.
+      const std::uint64_t chunk1 = at.primary / kChunk, chunk2 = at.alternate / kChunk;
+      const bool moved1 = m->moved(chunk1), moved2 = m->moved(chunk2);
+      const auto flags_held = [&] {
+        return m->moved(chunk1) == moved1 && m->moved(chunk2) == moved2;
+      };
+      std::optional<Slot> slot;
+      const auto seen = [&](const std::optional<Slot>& s) {
+        slot = s;
+        return f(*table, s);
+      };
+      if (!moved1 && !moved2) {
+        auto result = table->snapshot(at, key, equal_, seen);
+        if (!result || !flags_held()) {
+          wait.wait();
+          continue;
+        }
+        // A stuck migration's new table also takes keys of unmoved chunks (C2).
+        if (slot || !m->stuck()) return *std::move(result);
+        table = m->to;
+        continue;
+      }
+      if (!moved1 || !moved2) {  // the unmoved bucket first
+        const std::uint64_t b = moved1 ? at.alternate : at.primary;
+        const auto found = table->snapshot_bucket(b, at.fp, key, equal_, seen);
+        if (!found || !flags_held()) {
+          wait.wait();
+          continue;
+        }
+        if (slot) return *found;
+      }
+      table = m->to;
     }
   }
   // Whether the key (with hash h) is present, as find sees it.
@@ -545,9 +659,44 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
                 [](const Table&, const std::optional<Slot>& slot) { return slot.has_value(); });
   }
 
+  // (C3) The table an update of hash h runs in: the current one, or, while that migrates, the new
+  // one once both of h's buckets' chunks are moved there -- after this thread's share of the
+  // migration (C4) and moving those chunks itself if need be. nullptr: the migration is stuck
+  // with a chunk of h's left in the old table (C2).
+  Table* table_for_update(std::uint64_t h) {
+    Table* table = tables_.current();
+    while (Migration* m = table->migration.load(std::memory_order_acquire)) {
+      migrate_claimed(*table, *m);
+      const detail::Location at = table->locate(h);
+      if (move_chunk(*table, *m, at.primary / kChunk, /*wait=*/true) == Copy::kStuck ||
+          move_chunk(*table, *m, at.alternate / kChunk, /*wait=*/true) == Copy::kStuck) {
+        return nullptr;
+      }
+      table = m->to;
+    }
+    return table;
+  }
+
   Status put(const Key& key, const Value& value, bool assign) {
     const std::uint64_t h = hash(key);
     if (!assign && present(key, h)) return Status::kExists;  // read-only failure, as erase's
+    for (;;) {
+      Table* table = table_for_update(h);
+      if (table == nullptr) return update_stuck(h, key, &value, assign);
+      if (const auto status = put_in(*table, h, key, value, assign)) {
+        if (*status == Status::kOk) items_.add(1);
+        return *status;
+      }
+    }
+  }
+
+  enum class OnNoPath { kResize, kFull };
+
+  // put in `table`; nullopt: the table began migrating, or a resize was begun or helped on (the
+  // update starts over, C3). Counts nothing (the callers do). A copy (C2), which holds a chunk
+  // of the migration it would help, asks for kFull when no path exists.
+  std::optional<Status> put_in(Table& table, std::uint64_t h, const Key& key, const Value& value,
+                               bool assign, OnNoPath on_no_path = OnNoPath::kResize) {
     const std::uint32_t tag = Addressing::fingerprint(h);
     // The primary has room and no displaced items, or holds the tag (insert_or_assign of a key
     // there).
@@ -556,7 +705,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
              Tags::lanes_equal(header, tag) != 0;
     };
     const std::optional<Status> quick =
-        with_primary(h, room, [&](Table& table, std::uint64_t primary) -> std::optional<Status> {
+        with_primary(table, h, room, [&](std::uint64_t primary) -> std::optional<Status> {
           const std::uint64_t header = table.header(primary);
           if (const auto slot = table.find_in(primary, header, tag, key, equal_)) {
             if (assign) table.assign(*slot, value);
@@ -566,31 +715,54 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
           const auto slot = table.free_slot(primary);
           if (Table::overflow(header) != 0 || !slot) return std::nullopt;
           table.store(*slot, primary, tag, key, value);
-          stripes_.add_items(primary, +1);
           return Status::kOk;
         });
-    if (quick) return *quick;
+    if (quick) return quick;
     for (;;) {
-      Table* full = nullptr;
       detail::Location at{};
-      const std::optional<Status> stored = locked(h, [&](Table& table, const detail::Location& l) {
+      const auto stored = locked(table, h, [&](const detail::Location& l) {
         at = l;
-        full = &table;
         return store_new(table, l, key, value, assign);
       });
-      if (stored) return *stored;
+      if (!stored) return std::nullopt;
+      if (*stored) return *stored;
       Path path;
-      if (detail::find_cuckoo_path(*full, full->addressing, at.primary, at.alternate, path)) {
-        if (const auto done = cuckoo(*full, at, path, key, value, assign)) return *done;
+      if (detail::find_cuckoo_path(table, table.addressing, at.primary, at.alternate, path)) {
+        if (const auto done = cuckoo(table, at, path, key, value, assign)) return done;
+        if (table.migrating()) return std::nullopt;
         continue;  // the path changed under us
       }
       // No path. Below half full that means a degenerate hash (see the header): growing would
       // not help, however often.
-      if (2 * size() < kSlots * full->buckets || 2 * full->buckets > kMaxBuckets) {
-        return Status::kFull;
-      }
-      grow(full, 2 * full->buckets);
+      if (on_no_path == OnNoPath::kFull || !make_room(table)) return Status::kFull;
+      return std::nullopt;
     }
+  }
+
+  // kOk or kNotFound in `table`; nullopt: the table began migrating (C3). Counts nothing.
+  std::optional<Status> erase_in(Table& table, std::uint64_t h, const Key& key) {
+    const std::uint32_t tag = Addressing::fingerprint(h);
+    // Its tag not in the primary: present (as it just was), it sits in its alternate.
+    const auto in_primary = [&](std::uint64_t header) {
+      return Tags::lanes_equal(header, tag) != 0;
+    };
+    const std::optional<Status> quick =
+        with_primary(table, h, in_primary, [&](std::uint64_t primary) -> std::optional<Status> {
+          const std::uint64_t header = table.header(primary);
+          if (const auto slot = table.find_in(primary, header, tag, key, equal_)) {
+            table.erase(*slot, primary);
+            return Status::kOk;
+          }
+          if (Table::overflow(header) == 0) return Status::kNotFound;
+          return std::nullopt;  // it may sit in its alternate
+        });
+    if (quick) return quick;
+    return locked(table, h, [&](const detail::Location& at) {
+      const auto slot = table.find(at, key, equal_);
+      if (!slot) return Status::kNotFound;
+      table.erase(*slot, at.primary);
+      return Status::kOk;
+    });
   }
 
   // Under the stripes of at's buckets: the key's value if present, else the new item in a free
@@ -604,87 +776,170 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     const auto slot = table.free_slot(at);
     if (!slot) return std::nullopt;
     table.store(*slot, at.primary, at.fp, key, value);
-    stripes_.add_items(at.primary, +1);
     return Status::kOk;
   }
 
   // Executes `path` back to front; the last step stores the new item in the root slot it
-  // frees. nullopt: a step no longer matched the table (or the table was replaced): restart.
+  // frees. nullopt: a step no longer matched the table, or the table began migrating: restart.
   std::optional<Status> cuckoo(Table& table, const detail::Location& at, const Path& path,
                                const Key& key, const Value& value, bool assign) {
     for (unsigned step = path.length - 1; step > 1; --step) {
       const detail::CuckooPathStep& from = path.steps[step - 1];
       const std::uint64_t to = path.steps[step].bucket;
-      const sync::SeqStripes::Guard guard(stripes_, from.bucket, to);
-      if (!tables_.is_current(&table) || !table.move({from.bucket, from.slot}, from.fp, to)) {
+      const sync::SeqStripes::Guard guard(table.stripes, from.bucket, to);
+      if (table.migrating() || !table.move({from.bucket, from.slot}, from.fp, to)) {
         return std::nullopt;
       }
     }
     const detail::CuckooPathStep& root = path.steps[0];
-    const sync::SeqStripes::Guard guard(stripes_, at.primary, at.alternate, path.steps[1].bucket);
-    if (!tables_.is_current(&table)) return std::nullopt;
+    const sync::SeqStripes::Guard guard(table.stripes, at.primary, at.alternate,
+                                        path.steps[1].bucket);
+    if (table.migrating()) return std::nullopt;
     if (const auto slot = table.find(at, key, equal_)) {  // inserted meanwhile by another thread
       if (assign) table.assign(*slot, value);
       return Status::kExists;
     }
     if (!table.move({root.bucket, root.slot}, root.fp, path.steps[1].bucket)) return std::nullopt;
     table.store({root.bucket, root.slot}, at.primary, at.fp, key, value);
-    stripes_.add_items(at.primary, +1);
     return Status::kOk;
   }
 
-  // Replaces `from`, if it is still the current table, by one of `buckets` buckets (or more,
-  // should its items not all fit). Blocks every operation but finds meanwhile.
-  void grow(Table* from, std::uint64_t buckets) {
-    const sync::SeqStripes::AllGuard all(stripes_);
-    if (!tables_.is_current(from) || buckets <= from->buckets) return;
-    const auto start = std::chrono::steady_clock::now();
-    // Every rehashed slot before the new table is seen (the unlocks publish it to writers too).
-    tables_.publish(rehash(*from, buckets), start);
+  // For an insert that found no path in `table`: true once there is something to start over
+  // for -- a migration of `table` begun (by this thread or another), or, for a migration's
+  // target, that migration finished. False: the insert gets kFull -- the table is under half
+  // full (a degenerate hash), at the size limit, or the migration filling it is stuck (C2).
+  bool make_room(Table& table) {
+    if (table.migration.load(std::memory_order_acquire) != nullptr) return true;
+    if (!tables_.is_current(&table)) {
+      // The target of a migration under way, or already superseded (tables only double, so a
+      // current table as large means `table` was published): help until it is.
+      for (Table* old = tables_.current(); old->buckets < table.buckets; old = tables_.current()) {
+        Migration* m = old->migration.load(std::memory_order_acquire);  // into `table`
+        if (m->stuck()) return false;
+        migrate_claimed(*old, *m);
+      }
+      return true;
+    }
+    if (2 * size() < kSlots * table.buckets || 2 * table.buckets > kMaxBuckets) return false;
+    begin_migration(table);
+    return true;
   }
 
-  // Every item of `from` in a new table of `buckets` buckets (doubled again until they all fit).
-  std::unique_ptr<Table> rehash(const Table& from, std::uint64_t buckets) const {
-    for (;; buckets *= 2) {
-      auto to = std::make_unique<Table>(buckets);
-      if (copy_all(from, *to)) return to;
+  // (C1) Begins the migration of `table`, the current one, unless another thread is beginning
+  // one (it then yields, so that one finishes). May throw std::bad_alloc, having changed nothing.
+  void begin_migration(Table& table) {
+    const std::unique_lock lock(resize_lock_, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      std::this_thread::yield();
+      return;
     }
+    if (table.migrating()) return;
+    Table* to = tables_.keep(std::make_unique<Table>(2 * table.buckets));
+    table.owned_migration = std::make_unique<Migration>(to, table.chunks());
+    table.migration.store(table.owned_migration.get(), std::memory_order_release);
   }
-  bool copy_all(const Table& from, Table& to) const {
-    for (std::uint64_t b = 0; b < from.buckets; ++b) {
+
+  // One claim (C4): the chunk at the cursor, unless moved or busy.
+  void migrate_claimed(Table& from, Migration& m) {
+    move_chunk(from, m, m.claim(), /*wait=*/false);
+  }
+
+  enum class Copy { kMoved, kAlready, kBusy, kStuck };
+
+  // (C2) Moves the items sitting in chunk c of `from` into the new table, waiting for the
+  // chunk's stripes if `wait`.
+  Copy move_chunk(Table& from, Migration& m, std::uint64_t c, bool wait) {
+    if (m.moved(c)) return Copy::kAlready;
+    {
+      const std::uint64_t first = c * kChunk;
+      const sync::SeqStripes::RangeGuard guard(from.stripes, first,
+                                               std::min(kChunk, from.buckets - first), wait);
+      if (!guard.owns()) return Copy::kBusy;
+      if (m.moved(c)) return Copy::kAlready;
+      if (m.stuck()) return Copy::kStuck;
+      if (!copy_chunk(from, *m.to, first)) {
+        m.mark_stuck();
+        return Copy::kStuck;
+      }
+      m.mark_moved(c);
+    }
+    // (C6) The last chunk counted has seen every copy.
+    if (m.finish()) {
+      tables_.publish(m.to, m.start);
+      from.retired.store(from.storage.discard(), std::memory_order_relaxed);
+    }
+    return Copy::kMoved;
+  }
+
+  // Inserts every item of the chunk at `first` of `from` into `to` (under the chunk's stripes
+  // in `from`); false, with `to` as it was, if one finds no path.
+  bool copy_chunk(const Table& from, Table& to, std::uint64_t first) {
+    const std::uint64_t end = std::min(first + kChunk, from.buckets);
+    for (std::uint64_t b = first; b < end; ++b) {
       const std::uint64_t header = from.header(b);
       for (unsigned lane = 0; lane < kSlots; ++lane) {
         if (Tags::get(header, lane) == 0) continue;
         const Key key = from.key({b, lane});
-        if (!place(to, key, from.value({b, lane}))) return false;
+        // `to` is not current, so it never migrates: put_in answers, or finds no path (kFull).
+        if (put_in(to, hash(key), key, from.value({b, lane}), false, OnNoPath::kFull) !=
+            Status::kOk) {
+          take_back(from, to, first, b, lane);
+          return false;
+        }
       }
     }
     return true;
   }
-  // Into a table no other thread sees yet.
-  bool place(Table& table, const Key& key, const Value& value) const {
-    const detail::Location at = table.locate(hash(key));
-    auto slot = table.free_slot(at);
-    if (!slot) {
-      Path path;
-      if (!detail::find_cuckoo_path(table, table.addressing, at.primary, at.alternate, path)) {
-        return false;
+  // Erases from `to` the items of `from`'s buckets [first, b) and of bucket b's lanes before
+  // `lane` (a copy that failed there). Users never update them meanwhile: their chunk is not
+  // moved (C3).
+  void take_back(const Table& from, Table& to, std::uint64_t first, std::uint64_t b,
+                 unsigned lane) {
+    for (std::uint64_t bucket = first; bucket <= b; ++bucket) {
+      const std::uint64_t header = from.header(bucket);
+      for (unsigned l = 0; l < (bucket == b ? lane : kSlots); ++l) {
+        if (Tags::get(header, l) == 0) continue;
+        const Key key = from.key({bucket, l});
+        erase_in(to, hash(key), key);
       }
-      for (unsigned step = path.length - 1; step > 0; --step) {
-        const detail::CuckooPathStep& from = path.steps[step - 1];
-        const bool moved = table.move({from.bucket, from.slot}, from.fp, path.steps[step].bucket);
-        assert(moved);  // nothing else writes this table
-        static_cast<void>(moved);
-      }
-      slot = Slot{path.steps[0].bucket, path.steps[0].slot};
     }
-    table.store(*slot, at.primary, at.fp, key, value);
-    return true;
+  }
+
+  // (C2) An update in a stuck migration of a key with a chunk left in the old table (the current
+  // one, for good): one at a time, the key's unmoved buckets in the old table, else the new
+  // table. `value` null: an erase.
+  Status update_stuck(std::uint64_t h, const Key& key, const Value* value, bool assign) {
+    const std::lock_guard serial(stuck_lock_);
+    Table& old = *tables_.current();
+    const Migration& m = *old.migration.load(std::memory_order_acquire);
+    const detail::Location at = old.locate(h);
+    {
+      const sync::SeqStripes::Guard guard(old.stripes, at.primary, at.alternate);
+      for (const std::uint64_t b : {at.primary, at.alternate}) {
+        if (m.moved(b / kChunk)) continue;
+        const auto slot = old.find_in(b, old.header(b), at.fp, key, equal_);
+        if (!slot) continue;
+        if (value == nullptr) {
+          old.erase(*slot, at.primary);
+          items_.add(-1);
+          return Status::kOk;
+        }
+        if (assign) old.assign(*slot, *value);
+        return Status::kExists;
+      }
+    }
+    // The new table never migrates (it is not current): put_in and erase_in answer.
+    const Status status =
+        value == nullptr ? *erase_in(*m.to, h, key) : *put_in(*m.to, h, key, *value, assign);
+    if (status == Status::kOk) items_.add(value == nullptr ? -1 : 1);
+    return status;
   }
 
   [[no_unique_address]] Hash hash_;
   [[no_unique_address]] KeyEqual equal_;
-  mutable sync::SeqStripes stripes_;
+  std::mutex resize_lock_;  // who begins a migration (C1)
+  std::mutex stuck_lock_;   // updates in a stuck migration (C2)
+  detail::ShardedCounter items_;
   detail::TableGenerations<Table> tables_;
 };
 

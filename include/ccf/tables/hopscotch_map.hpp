@@ -111,6 +111,7 @@
 #include "ccf/detail/prefetch.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/detail/table_generations.hpp"
+#include "ccf/detail/table_migration.hpp"
 #include "ccf/hash.hpp"
 #include "ccf/status.hpp"
 #include "ccf/sync/seq_stripes.hpp"
@@ -201,7 +202,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
       if (m == nullptr) {
         if (2 * table->homes > kMaxHomes) return;
         begin_migration(*table);
-      } else if (m->stuck.load(std::memory_order_relaxed)) {
+      } else if (m->stuck()) {
         return;
       } else {
         migrate_claimed(*table, *m);
@@ -232,22 +233,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
 
   struct Table;
 
-  // A doubling of one table under way (R1-R5).
-  struct Migration {
-    Migration(Table* target, std::uint64_t count)
-        : to(target),
-          segments(count),
-          moved(std::make_unique<std::atomic<bool>[]>(count)),
-          left(count) {}
-    Table* const to;  // held by tables_
-    const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-    const std::uint64_t segments;
-    // Per old segment; set under its lock, never cleared (R2).
-    const std::unique_ptr<std::atomic<bool>[]> moved;
-    std::atomic<bool> stuck{false};                    // a copy found no room (R2)
-    alignas(64) std::atomic<std::uint64_t> claims{0};  // segment claims % segments (R4)
-    alignas(64) std::atomic<std::uint64_t> left;       // segments not yet moved (R5)
-  };
+  using Migration = detail::TableMigration<Table>;  // its chunks: segments (R1-R5)
 
   struct Table {
     explicit Table(std::uint64_t count)
@@ -267,7 +253,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
     // Whether segment s's items have moved to the successor (R2, R3): stable under s's lock.
     bool moved(std::uint64_t segment) const noexcept {
       const Migration* m = migration.load(std::memory_order_acquire);
-      return m != nullptr && m->moved[segment].load(std::memory_order_acquire);
+      return m != nullptr && m->moved(segment);
     }
     // Where a moved segment's items are (R2); only after moved() returned true.
     Table* successor() const noexcept { return migration.load(std::memory_order_acquire)->to; }
@@ -353,7 +339,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
       // current table as large means `table` was published): help until it is.
       for (Table* old = tables_.current(); old->homes < table.homes; old = tables_.current()) {
         Migration* m = old->migration.load(std::memory_order_acquire);  // into `table`
-        if (m->stuck.load(std::memory_order_relaxed)) return false;
+        if (m->stuck()) return false;
         migrate_claimed(*old, *m);
       }
       return true;
@@ -384,7 +370,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
 
   // One claim (R4): the segment at the cursor, unless moved or busy.
   void migrate_claimed(Table& from, Migration& m) {
-    const std::uint64_t segment = m.claims.fetch_add(1, std::memory_order_relaxed) % m.segments;
+    const std::uint64_t segment = m.claim();
     if constexpr (requires { Hook::on_claim(segment); }) Hook::on_claim(segment);
     migrate_segment(from, m, segment, /*wait=*/false);
   }
@@ -393,7 +379,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
 
   // (R2) Moves old segment s's items into the new table, waiting for s's lock if `wait`.
   Copy migrate_segment(Table& from, Migration& m, std::uint64_t s, bool wait) {
-    if (m.moved[s].load(std::memory_order_acquire)) return Copy::kAlready;
+    if (m.moved(s)) return Copy::kAlready;
     {
       std::optional<sync::SeqStripes::Guard> waited;
       std::optional<sync::SeqStripes::TryGuard> tried;
@@ -402,18 +388,18 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
       } else if (!tried.emplace(from.stripes, s).owns()) {
         return Copy::kBusy;
       }
-      if (m.moved[s].load(std::memory_order_relaxed)) return Copy::kAlready;
-      if (m.stuck.load(std::memory_order_relaxed)) return Copy::kStuck;
+      if (m.moved(s)) return Copy::kAlready;
+      if (m.stuck()) return Copy::kStuck;
       Table& to = *m.to;
       const sync::SeqStripes::Guard guard(to.stripes, 2 * s, 2 * s + 1, 2 * s + 2);
       if (!copy_segment(from, to, s)) {
-        m.stuck.store(true, std::memory_order_relaxed);
+        m.mark_stuck();
         return Copy::kStuck;
       }
-      m.moved[s].store(true, std::memory_order_release);
+      m.mark_moved(s);
     }
-    // (R5) acq_rel: the last decrement has seen every segment's copy.
-    if (m.left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    // (R5) The last chunk counted has seen every segment's copy.
+    if (m.finish()) {
       tables_.publish(m.to, m.start);
       // (R6) Every segment is moved: no update touches the buckets any more.
       from.retired.store(from.storage.discard(), std::memory_order_relaxed);
