@@ -403,7 +403,7 @@ struct KeyIsItsHash {
 TEST(CuckooResizeStuck, AStuckMigrationKeepsServingFromBothTables) {
   using Map = ccf::CuckooMap<std::uint64_t, std::uint64_t, KeyIsItsHash>;
   using Addressing = ccf::detail::Addressing<11>;
-  constexpr std::uint64_t kOld = 64;  // buckets: 4 chunks
+  constexpr std::uint64_t kOld = 64;  // buckets: several chunks
   Map map(static_cast<std::size_t>(kOld * Map::kSlots * Map::kSizingLoad));
   ASSERT_EQ(map.bucket_count(), kOld);
   const Addressing old_addressing(kOld), new_addressing(2 * kOld);

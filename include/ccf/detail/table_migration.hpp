@@ -3,13 +3,16 @@
 // update meanwhile claim chunks from a wrapping cursor and move them, and the one that moves the
 // last chunk publishes the new table.
 //
-//   moved[c]  set (release) by the thread that moved chunk c, under the old table's locks of the
-//             chunk, never cleared: readers load it with acquire to know which table holds c.
+//   move(c, lock, copy, last)  moves chunk c unless it is moved: lock() takes the chunk's locks
+//             in the old table (a guard whose owns() is false when they are busy: kBusy), under
+//             them the chunk is checked again, copy() copies it (false: its items found no room
+//             in the new table -- a degenerate hash -- and the migration is stuck), and moved[c]
+//             is set (release) before the locks go; then the one chunk count taken to zero
+//             (acq_rel: that thread has seen every copy) calls last(), which publishes.
+//   moved(c)  never cleared once set: readers load it with acquire to know which table holds c.
 //   claim()   the next chunk at the cursor (claims mod chunks: a chunk skipped because it was
 //             busy, or claimed by a thread then suspended, comes round again).
-//   finish()  counts one chunk moved; true for the last (acq_rel: that thread has seen every copy).
-//   stuck     set when a chunk could not be moved (its items found no room in the new table: a
-//             degenerate hash); the table says what follows.
+//   stuck()   a chunk could not be moved; the table says what follows.
 #pragma once
 
 #include <atomic>
@@ -32,21 +35,34 @@ class TableMigration {
   const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
   const std::uint64_t chunks;
 
+  enum class Move { kMoved, kAlready, kBusy, kStuck };
+
+  template <class Lock, class Copy, class Last>
+  Move move(std::uint64_t chunk, Lock&& lock, Copy&& copy, Last&& last) {
+    if (moved(chunk)) return Move::kAlready;
+    {
+      const auto guard = lock();
+      if (!guard.owns()) return Move::kBusy;
+      if (moved(chunk)) return Move::kAlready;
+      if (stuck()) return Move::kStuck;
+      if (!copy()) {
+        // Release/acquire: whoever sees the migration stuck sees what this thread did.
+        stuck_.store(true, std::memory_order_release);
+        return Move::kStuck;
+      }
+      moved_[chunk].store(true, std::memory_order_release);
+    }
+    if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1) last();
+    return Move::kMoved;
+  }
+
   bool moved(std::uint64_t chunk) const noexcept {
     return moved_[chunk].load(std::memory_order_acquire);
-  }
-  // Under the chunk's locks in the old table, after its copy.
-  void mark_moved(std::uint64_t chunk) noexcept {
-    moved_[chunk].store(true, std::memory_order_release);
   }
   std::uint64_t claim() noexcept {
     return claims_.fetch_add(1, std::memory_order_relaxed) % chunks;
   }
-  bool finish() noexcept { return left_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
-
-  // Release/acquire: whoever sees the migration stuck sees what the thread that stuck it did.
   bool stuck() const noexcept { return stuck_.load(std::memory_order_acquire); }
-  void mark_stuck() noexcept { stuck_.store(true, std::memory_order_release); }
 
  private:
   const std::unique_ptr<std::atomic<bool>[]> moved_;

@@ -1,6 +1,7 @@
 // SeqStripes: lock striping with optimistic, store-free reads (the synchronization of the
-// striped cuckoo filter, concurrent/striped_cuckoo_filter.hpp, and the writers' locks of the
-// concurrent cuckoo map, tables/cuckoo_map.hpp, whose lookups validate per-bucket versions).
+// striped cuckoo filter, concurrent/striped_cuckoo_filter.hpp, and of each table of the hopscotch
+// map, tables/hopscotch_map.hpp; the writers' locks of the concurrent cuckoo map,
+// tables/cuckoo_map.hpp, whose lookups validate per-bucket versions).
 //
 // S stripes (a power of two); bucket i belongs to stripe i mod S. Each stripe is one cache line
 // of its own:
@@ -16,10 +17,9 @@
 //                       while a writer is inside one of its stripes.
 //   Guard(a[, b[, c]])  locks the stripes of up to three buckets, in address order (no deadlock
 //                       between guards), each once.
-//   TryGuard(a)         locks bucket a's stripe if it is free now; owns() says whether it did.
-//   RangeGuard(a, n, wait)  the stripes of buckets a .. a + n - 1 (n <= count()), in address
-//                       order; without `wait`, only if each is free when tried (else none held).
-//   AllGuard            every stripe, in order (a resize).
+//   RangeGuard(a, n, wait)  the stripes of buckets a .. a + n - 1 (a run that does not wrap
+//                       around), in address order; without `wait`, only if each is free when
+//                       tried (else none held).
 //   prefetch_for_lock(a, b)  fetch the stripe lines of buckets a and b for writing, ahead of a
 //                       Guard: a batch stages it with the buckets, so that the lock's miss
 //                       overlaps theirs and those of the keys ahead instead of coming after.
@@ -45,6 +45,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -132,91 +133,41 @@ class SeqStripes {
     unsigned count_;
   };
 
-  // Holds bucket a's stripe if it was free when constructed (one attempt, no waiting).
-  class TryGuard {
-   public:
-    TryGuard(const SeqStripes& stripes, std::uint64_t a) noexcept : stripe_(&stripes.stripe_of(a)) {
-      if (!try_lock(*stripe_)) stripe_ = nullptr;
-    }
-    ~TryGuard() {
-      if (stripe_ != nullptr) unlock(*stripe_);
-    }
-    TryGuard(const TryGuard&) = delete;
-    TryGuard& operator=(const TryGuard&) = delete;
-    bool owns() const noexcept { return stripe_ != nullptr; }
-
-   private:
-    Stripe* stripe_;
-  };
-
-  // Holds the stripes of a run of buckets for its lifetime (the chunk a migration copies).
+  // Holds the stripes of a run of buckets for its lifetime (the chunk a migration copies). The
+  // run must not wrap around the stripes: (first mod count()) + n <= count(), as a run aligned
+  // to a power of two at most count() never does.
   class RangeGuard {
    public:
-    RangeGuard(const SeqStripes& stripes, std::uint64_t first, std::uint64_t count,
-               bool wait) noexcept
-        : stripes_(stripes) {
-      // The run's stripes are distinct (count <= count_); from first's, wrapping once: in address
-      // order, the wrapped part [0, low_) comes first.
-      const std::uint64_t start = first & (stripes.count_ - 1);
-      const std::uint64_t end = start + count;
-      low_ = end > stripes.count_ ? end - stripes.count_ : 0;
-      high_ = {start, std::min<std::uint64_t>(end, stripes.count_)};
-      for (std::uint64_t s = 0; s < low_; ++s) {
-        if (!take(s, wait)) {
-          release(s, high_.first);
-          return;
-        }
-      }
-      for (std::uint64_t s = high_.first; s < high_.second; ++s) {
-        if (!take(s, wait)) {
-          release(low_, s);
+    RangeGuard(const SeqStripes& stripes, std::uint64_t first, std::uint64_t n, bool wait) noexcept
+        : stripes_(stripes), first_(first & (stripes.count_ - 1)) {
+      assert(first_ + n <= stripes.count_);
+      for (end_ = first_; end_ < first_ + n; ++end_) {
+        Stripe& stripe = stripes_.stripes_[end_];
+        if (wait) {
+          lock(stripe);
+        } else if (!try_lock(stripe)) {
+          release();
           return;
         }
       }
       owns_ = true;
     }
     ~RangeGuard() {
-      if (owns_) release(low_, high_.second);
+      if (owns_) release();
     }
     RangeGuard(const RangeGuard&) = delete;
     RangeGuard& operator=(const RangeGuard&) = delete;
     bool owns() const noexcept { return owns_; }
 
    private:
-    bool take(std::uint64_t s, bool wait) noexcept {
-      if (wait) {
-        lock(stripes_.stripes_[s]);
-        return true;
-      }
-      return try_lock(stripes_.stripes_[s]);
-    }
-    // Unlocks [0, low_end) and [high_.first, high_end).
-    void release(std::uint64_t low_end, std::uint64_t high_end) noexcept {
-      for (std::uint64_t s = 0; s < low_end; ++s) unlock(stripes_.stripes_[s]);
-      for (std::uint64_t s = high_.first; s < high_end; ++s) unlock(stripes_.stripes_[s]);
+    void release() noexcept {
+      for (std::uint64_t s = first_; s < end_; ++s) unlock(stripes_.stripes_[s]);
     }
 
     const SeqStripes& stripes_;
-    std::uint64_t low_ = 0;
-    std::pair<std::uint64_t, std::uint64_t> high_{};
+    std::uint64_t first_;
+    std::uint64_t end_ = 0;  // [first_, end_): held
     bool owns_ = false;
-  };
-
-  // Holds every stripe, taken in order, for its lifetime: no Guard holds one meanwhile, and no
-  // read validates.
-  class AllGuard {
-   public:
-    explicit AllGuard(SeqStripes& stripes) noexcept : stripes_(stripes) {
-      for (std::size_t s = 0; s < stripes_.count_; ++s) lock(stripes_.stripes_[s]);
-    }
-    ~AllGuard() {
-      for (std::size_t s = 0; s < stripes_.count_; ++s) unlock(stripes_.stripes_[s]);
-    }
-    AllGuard(const AllGuard&) = delete;
-    AllGuard& operator=(const AllGuard&) = delete;
-
-   private:
-    SeqStripes& stripes_;
   };
 
   void add_items(std::uint64_t bucket, std::int64_t delta) noexcept {

@@ -106,8 +106,9 @@
 //       before a migration of it began finds the `migration` pointer set under them (the copies
 //       of its buckets' chunks wait for those stripes) and starts over; one that read it unset
 //       finishes first, and the copies see what it wrote.
-//   C4  Sharing. Every insert and erase that finds its table migrating claims one chunk
-//       (TableMigration::claim, a wrapping cursor) and moves it unless moved or busy (try-lock).
+//   C4  Sharing. Every insert and erase that finds its table migrating, and its own chunks moved
+//       already, claims one chunk (TableMigration::claim, a wrapping cursor) and moves it unless
+//       moved or busy (try-lock).
 //       A thread suspended between claim and lock holds nobody; one suspended in a copy holds
 //       that chunk's stripes, as any lock holder does. reserve() claims until done.
 //   C5  Lookups never wait for a migration: with both of the key's chunks unmoved, the old table
@@ -138,8 +139,8 @@
 // a resize, on stored keys.
 //
 // Progress: finds are blocking only while a mutation changes one of their buckets, never waiting
-// for a migration; updates block on stripe locks and do at most three chunks' copies besides
-// their own work (C3, C4).
+// for a migration; updates block on stripe locks and do at most two chunks' copies besides their
+// own work (C3, C4).
 #pragma once
 
 #include <algorithm>
@@ -188,8 +189,8 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   static constexpr unsigned kSlots = 4;
   // The load a table is sized for; it fills to about 0.95 before the first resize.
   static constexpr double kSizingLoad = 0.9;
-  // Buckets a migration moves per claim (C2, C4): about 60 items near the sizing load.
-  static constexpr std::uint64_t kChunk = 16;
+  // Buckets a migration moves per claim (C2, C4): about 30 items near the sizing load.
+  static constexpr std::uint64_t kChunk = 8;
 
   // Room for `capacity` items without a resize. Throws std::invalid_argument if that needs more
   // than 2^40 buckets, the library's table limit; reserve() likewise, changing nothing.
@@ -430,7 +431,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
       return free_slot(at.alternate);
     }
 
-    // Writes, under the stripes of the item's two buckets (or into a table nobody else sees).
+    // Writes, under the stripes of the item's two buckets.
     // The item with primary bucket `primary` into the free slot `s` of one of its buckets: key and
     // value before the header that makes them visible; in its alternate, the item is displaced and
     // counted in its primary's overflow.
@@ -562,6 +563,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   static std::size_t stripes_for(std::uint64_t buckets) {
     return std::clamp<std::size_t>(std::bit_ceil(buckets / 64 + 1), 64, 4096);
   }
+  static_assert(64 % kChunk == 0, "a chunk's stripes never wrap around (SeqStripes::RangeGuard)");
 
   std::uint64_t hash(const Key& key) const { return mix64(static_cast<std::uint64_t>(hash_(key))); }
 
@@ -660,18 +662,17 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   }
 
   // (C3) The table an update of hash h runs in: the current one, or, while that migrates, the new
-  // one once both of h's buckets' chunks are moved there -- after this thread's share of the
-  // migration (C4) and moving those chunks itself if need be. nullptr: the migration is stuck
-  // with a chunk of h's left in the old table (C2).
+  // one once both of h's buckets' chunks are moved there -- by this thread if need be, else it
+  // takes its share of the migration (C4): at most two chunks' copies per update. nullptr: the
+  // migration is stuck with a chunk of h's left in the old table (C2).
   Table* table_for_update(std::uint64_t h) {
     Table* table = tables_.current();
     while (Migration* m = table->migration.load(std::memory_order_acquire)) {
-      migrate_claimed(*table, *m);
       const detail::Location at = table->locate(h);
-      if (move_chunk(*table, *m, at.primary / kChunk, /*wait=*/true) == Copy::kStuck ||
-          move_chunk(*table, *m, at.alternate / kChunk, /*wait=*/true) == Copy::kStuck) {
-        return nullptr;
-      }
+      const Move first = move_chunk(*table, *m, at.primary / kChunk, /*wait=*/true);
+      const Move second = move_chunk(*table, *m, at.alternate / kChunk, /*wait=*/true);
+      if (first == Move::kStuck || second == Move::kStuck) return nullptr;
+      if (first == Move::kAlready && second == Move::kAlready) migrate_claimed(*table, *m);
       table = m->to;
     }
     return table;
@@ -844,31 +845,23 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
     move_chunk(from, m, m.claim(), /*wait=*/false);
   }
 
-  enum class Copy { kMoved, kAlready, kBusy, kStuck };
+  using Move = typename Migration::Move;
 
   // (C2) Moves the items sitting in chunk c of `from` into the new table, waiting for the
-  // chunk's stripes if `wait`.
-  Copy move_chunk(Table& from, Migration& m, std::uint64_t c, bool wait) {
-    if (m.moved(c)) return Copy::kAlready;
-    {
-      const std::uint64_t first = c * kChunk;
-      const sync::SeqStripes::RangeGuard guard(from.stripes, first,
-                                               std::min(kChunk, from.buckets - first), wait);
-      if (!guard.owns()) return Copy::kBusy;
-      if (m.moved(c)) return Copy::kAlready;
-      if (m.stuck()) return Copy::kStuck;
-      if (!copy_chunk(from, *m.to, first)) {
-        m.mark_stuck();
-        return Copy::kStuck;
-      }
-      m.mark_moved(c);
-    }
-    // (C6) The last chunk counted has seen every copy.
-    if (m.finish()) {
-      tables_.publish(m.to, m.start);
-      from.retired.store(from.storage.discard(), std::memory_order_relaxed);
-    }
-    return Copy::kMoved;
+  // chunk's stripes if `wait`; the last chunk publishes the new table and retires `from` (C6).
+  Move move_chunk(Table& from, Migration& m, std::uint64_t c, bool wait) {
+    const std::uint64_t first = c * kChunk;
+    return m.move(
+        c,
+        [&] {
+          return sync::SeqStripes::RangeGuard(from.stripes, first,
+                                              std::min(kChunk, from.buckets - first), wait);
+        },
+        [&] { return copy_chunk(from, *m.to, first); },
+        [&] {
+          tables_.publish(m.to, m.start);
+          from.retired.store(from.storage.discard(), std::memory_order_relaxed);
+        });
   }
 
   // Inserts every item of the chunk at `first` of `from` into `to` (under the chunk's stripes

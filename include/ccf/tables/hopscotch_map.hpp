@@ -332,7 +332,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
   // half full (a degenerate hash), at the size limit, or its migration is stuck (R2).
   bool make_room(Table& table, std::uint64_t segment) {
     if (Migration* m = table.migration.load(std::memory_order_acquire)) {
-      return migrate_segment(table, *m, segment, /*wait=*/true) != Copy::kStuck;
+      return migrate_segment(table, *m, segment, /*wait=*/true) != Move::kStuck;
     }
     if (!tables_.is_current(&table)) {
       // The target of a migration under way, or already superseded (tables only double, so a
@@ -375,36 +375,22 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
     migrate_segment(from, m, segment, /*wait=*/false);
   }
 
-  enum class Copy { kMoved, kAlready, kBusy, kStuck };
+  using Move = typename Migration::Move;
 
-  // (R2) Moves old segment s's items into the new table, waiting for s's lock if `wait`.
-  Copy migrate_segment(Table& from, Migration& m, std::uint64_t s, bool wait) {
-    if (m.moved(s)) return Copy::kAlready;
-    {
-      std::optional<sync::SeqStripes::Guard> waited;
-      std::optional<sync::SeqStripes::TryGuard> tried;
-      if (wait) {
-        waited.emplace(from.stripes, s);
-      } else if (!tried.emplace(from.stripes, s).owns()) {
-        return Copy::kBusy;
-      }
-      if (m.moved(s)) return Copy::kAlready;
-      if (m.stuck()) return Copy::kStuck;
-      Table& to = *m.to;
-      const sync::SeqStripes::Guard guard(to.stripes, 2 * s, 2 * s + 1, 2 * s + 2);
-      if (!copy_segment(from, to, s)) {
-        m.mark_stuck();
-        return Copy::kStuck;
-      }
-      m.mark_moved(s);
-    }
-    // (R5) The last chunk counted has seen every segment's copy.
-    if (m.finish()) {
-      tables_.publish(m.to, m.start);
-      // (R6) Every segment is moved: no update touches the buckets any more.
-      from.retired.store(from.storage.discard(), std::memory_order_relaxed);
-    }
-    return Copy::kMoved;
+  // (R2) Moves old segment s's items into the new table, waiting for s's lock if `wait`; the
+  // last segment publishes the new table and retires `from` (R5, R6).
+  Move migrate_segment(Table& from, Migration& m, std::uint64_t s, bool wait) {
+    return m.move(
+        s, [&] { return sync::SeqStripes::RangeGuard(from.stripes, s, 1, wait); },
+        [&] {
+          const sync::SeqStripes::Guard guard(m.to->stripes, 2 * s, 2 * s + 1, 2 * s + 2);
+          return copy_segment(from, *m.to, s);
+        },
+        [&] {
+          tables_.publish(m.to, m.start);
+          // (R6) Every segment is moved: no update touches the buckets any more.
+          from.retired.store(from.storage.discard(), std::memory_order_relaxed);
+        });
   }
 
   // Places every item homed in old segment s into `to` (under the locks R2 names); false, with
