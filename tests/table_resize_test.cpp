@@ -255,6 +255,26 @@ TYPED_TEST(TableResize, AcknowledgedUpdatesAreSeenByOtherThreadsWhileMigrating) 
   EXPECT_EQ(table.size(), kWriters * per_writer);
 }
 
+// While a thread is suspended in a migration, `threads` others work: each inserts per_thread
+// keys of its own, checks each, and erases every other one. Returns how many answers were wrong.
+template <class Table>
+std::uint64_t others_work(Table& table, unsigned threads, std::uint64_t per_thread) {
+  std::atomic<std::uint64_t> wrong{0};
+  std::vector<std::jthread> others;
+  for (unsigned t = 0; t < threads; ++t) {
+    others.emplace_back([&, t] {
+      const std::uint64_t first = (std::uint64_t{1} << 40) + t * per_thread;
+      for (std::uint64_t key = first; key < first + per_thread; ++key) {
+        if (table.insert(key, key) != Status::kOk) wrong.fetch_add(1);
+        if (table.find(key) != key) wrong.fetch_add(1);
+        if (key % 2 == 0 && table.erase(key) != Status::kOk) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (auto& thread : others) thread.join();
+  return wrong.load();
+}
+
 // Bucket locks that suspend one thread in the middle of its chunk: the armed thread, after the
 // first head it migrates, waits there until released.
 struct StallingLocks : ccf::clht::BucketLocks {
@@ -293,24 +313,9 @@ TEST(ClhtResizeStall, AThreadSuspendedMidChunkHoldsNobody) {
   ASSERT_TRUE(table.resizing());
   ASSERT_EQ(table.resizes(), 0u);
 
-  // Others work meanwhile: each inserts its own keys, checks them, erases every other one.
   constexpr unsigned kOthers = 4;
   const std::uint64_t per_other = 4 * 3 * kHeads / kOthers;
-  std::atomic<std::uint64_t> wrong{0};
-  {
-    std::vector<std::jthread> others;
-    for (unsigned t = 0; t < kOthers; ++t) {
-      others.emplace_back([&, t] {
-        const std::uint64_t first = (std::uint64_t{1} << 40) + t * per_other;
-        for (std::uint64_t key = first; key < first + per_other; ++key) {
-          if (table.insert(key, key) != Status::kOk) wrong.fetch_add(1);
-          if (table.find(key) != key) wrong.fetch_add(1);
-          if (key % 2 == 0 && table.erase(key) != Status::kOk) wrong.fetch_add(1);
-        }
-      });
-    }
-  }
-  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_EQ(others_work(table, kOthers, per_other), 0u);
   EXPECT_TRUE(locks.stalled.load() && !locks.released.load());
   EXPECT_GE(table.resizes(), 1u) << "the resize waited for the suspended thread";
   EXPECT_GE(table.bucket_count(), 2 * kHeads);
@@ -363,21 +368,7 @@ TEST(HopscotchResizeStall, AThreadSuspendedInItsClaimHoldsNobody) {
 
   constexpr unsigned kOthers = 4;
   const std::uint64_t per_other = 2 * homes / kOthers;
-  std::atomic<std::uint64_t> wrong{0};
-  {
-    std::vector<std::jthread> others;
-    for (unsigned t = 0; t < kOthers; ++t) {
-      others.emplace_back([&, t] {
-        const std::uint64_t first = (std::uint64_t{1} << 40) + t * per_other;
-        for (std::uint64_t key = first; key < first + per_other; ++key) {
-          if (map.insert(key, key) != Status::kOk) wrong.fetch_add(1);
-          if (map.find(key) != key) wrong.fetch_add(1);
-          if (key % 2 == 0 && map.erase(key) != Status::kOk) wrong.fetch_add(1);
-        }
-      });
-    }
-  }
-  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_EQ(others_work(map, kOthers, per_other), 0u);
   EXPECT_TRUE(StallingHook::stalled.load() && !StallingHook::released.load());
   EXPECT_GE(map.resizes(), 1u) << "the resize waited for the suspended thread";
   EXPECT_GE(map.bucket_count(), 2 * homes);
