@@ -64,10 +64,10 @@ struct Resizing<ccf::HopscotchMap<H, Hook>> {
   }
 };
 
-template <class K, class V, class Hash, class Equal>
-struct Resizing<ccf::CuckooMap<K, V, Hash, Equal>> {
-  static constexpr std::uint64_t kUnit = ccf::CuckooMap<K, V, Hash, Equal>::kChunk;
-  static std::size_t current_bytes(const ccf::CuckooMap<K, V, Hash, Equal>& table) {
+template <class K, class V, class Hash, class Equal, class Hook>
+struct Resizing<ccf::CuckooMap<K, V, Hash, Equal, Hook>> {
+  static constexpr std::uint64_t kUnit = ccf::CuckooMap<K, V, Hash, Equal, Hook>::kChunk;
+  static std::size_t current_bytes(const ccf::CuckooMap<K, V, Hash, Equal, Hook>& table) {
     return mapped(table.bucket_count() * 80);
   }
 };
@@ -378,6 +378,41 @@ TEST(HopscotchResizeStall, AThreadSuspendedInItsClaimHoldsNobody) {
   ASSERT_GT(victim_keys, homes / 2);
   for (std::uint64_t key = 1; key <= victim_keys; ++key) ASSERT_EQ(map.find(key), key) << key;
   EXPECT_EQ(map.size(), victim_keys + kOthers * per_other / 2);
+}
+
+// A CuckooMap thread suspended between its claim of a chunk and the chunk's stripes holds nobody
+// (C4): while it sleeps, the others' updates and lookups complete and so does the resize; when it
+// resumes, it finds the chunk moved and its own insert completes. (An update claims a chunk only
+// once its key's own chunks are moved, so the victim inserts until one of its inserts claims.)
+TEST(CuckooResizeStall, AThreadSuspendedInItsClaimHoldsNobody) {
+  using Map = ccf::CuckooMap<std::uint64_t, std::uint64_t, std::hash<std::uint64_t>,
+                             std::equal_to<std::uint64_t>, StallingHook>;
+  Map map(2048 * Map::kSlots * 9 / 10);  // 2048 buckets, 160 KiB: off the heap, so retired
+  const std::size_t buckets = map.bucket_count();
+  StallingHook::stalled.store(false);
+  StallingHook::released.store(false);
+  std::uint64_t victim_keys = 0;  // keys 1..victim_keys, once the victim is done
+  std::thread victim([&] {
+    StallingHook::victim.store(std::this_thread::get_id());
+    std::uint64_t key = 1;
+    for (; !StallingHook::stalled.load(); ++key) ASSERT_EQ(map.insert(key, key), Status::kOk);
+    victim_keys = key - 1;
+  });
+  ASSERT_TRUE(ccf::testing::eventually([] { return StallingHook::stalled.load(); }))
+      << "the victim never reached the hook";
+  ASSERT_TRUE(map.resizing());
+  ASSERT_EQ(map.resizes(), 0u);
+
+  constexpr unsigned kOthers = 4;
+  EXPECT_EQ(others_work(map, kOthers, buckets / 2), 0u);
+  EXPECT_TRUE(StallingHook::stalled.load() && !StallingHook::released.load());
+  EXPECT_GE(map.resizes(), 1u) << "the resize waited for the suspended thread";
+  EXPECT_GE(map.bucket_count(), 2 * buckets);
+
+  StallingHook::released.store(true);
+  victim.join();
+  for (std::uint64_t key = 1; key <= victim_keys; ++key) ASSERT_EQ(map.find(key), key) << key;
+  EXPECT_EQ(map.size(), victim_keys + kOthers * (buckets / 2) / 2);
 }
 
 // The hash a key has in the map below: the key itself (mix64 of its unmix64).

@@ -22,6 +22,11 @@
 
 namespace ccf::detail {
 
+// A map's default migration hook: nothing. A Hook with `static void on_claim(std::uint64_t c)`
+// is called by a thread that has claimed chunk c, before it takes the chunk's locks (tests
+// suspend a thread there: it holds nobody).
+struct NoMigrationHook {};
+
 template <class Table>
 class TableMigration {
  public:

@@ -108,9 +108,10 @@
 //       finishes first, and the copies see what it wrote.
 //   C4  Sharing. Every insert and erase that finds its table migrating, and its own chunks moved
 //       already, claims one chunk (TableMigration::claim, a wrapping cursor) and moves it unless
-//       moved or busy (try-lock).
-//       A thread suspended between claim and lock holds nobody; one suspended in a copy holds
-//       that chunk's stripes, as any lock holder does. reserve() claims until done.
+//       moved or busy (try-lock). A thread suspended between claim and lock holds nobody (the
+//       cursor comes round to its chunk again; tests/table_resize_test.cpp suspends one there
+//       through the Hook); one suspended in a copy holds that chunk's stripes, as any lock holder
+//       does. reserve() claims until done.
 //   C5  Lookups never wait for a migration: with both of the key's chunks unmoved, the old table
 //       answers (snapshot as above); with one moved, the other bucket in the old table (if its
 //       chunk is unmoved), then the new table. Either way the moved flags read before are read
@@ -179,8 +180,10 @@
 
 namespace ccf {
 
-template <class Key, class Value, class Hash = std::hash<Key>, class KeyEqual = std::equal_to<Key>>
-class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, Key, Value> {
+// Hook: detail::NoMigrationHook, or a test's (detail/table_migration.hpp).
+template <class Key, class Value, class Hash = std::hash<Key>, class KeyEqual = std::equal_to<Key>,
+          class Hook = detail::NoMigrationHook>
+class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Hook>, Key, Value> {
   static_assert(std::is_trivially_copyable_v<Key> && std::is_trivially_copyable_v<Value>,
                 "CuckooMap stores keys and values as words that lookups copy while writers may "
                 "change them: both must be trivially copyable");
@@ -270,7 +273,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
   std::size_t memory_bytes() const { return tables_.memory_bytes() + sizeof(*this); }
 
  private:
-  friend class detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, Key, Value>;
+  friend class detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Hook>, Key, Value>;
   static constexpr unsigned kTagBits = 11;
   using Tags = detail::BitLanes<kTagBits, kSlots>;
   using Addressing = detail::Addressing<kTagBits>;
@@ -842,7 +845,9 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual>, K
 
   // One claim (C4): the chunk at the cursor, unless moved or busy.
   void migrate_claimed(Table& from, Migration& m) {
-    move_chunk(from, m, m.claim(), /*wait=*/false);
+    const std::uint64_t chunk = m.claim();
+    if constexpr (requires { Hook::on_claim(chunk); }) Hook::on_claim(chunk);
+    move_chunk(from, m, chunk, /*wait=*/false);
   }
 
   using Move = typename Migration::Move;
