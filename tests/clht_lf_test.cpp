@@ -1,8 +1,9 @@
 // What is particular to ClhtLf (include/ccf/tables/clht_lf.hpp): keys that all hash into one
 // chain (a degenerate hash must neither livelock nor grow the table without end, as the
-// reference design's single-bucket resize does), the race between inserts of one key into one
-// chain, and its reserved key. The contract it shares with every table (model,
-// churn through resizes, linearizability) is tested in hash_table_contract_test.cpp.
+// reference design's single-bucket resize does, and a full chain must survive racing copies,
+// L2/L6), the race between inserts of one key into one chain, and its reserved key. The
+// contract it shares with every table (model, churn through resizes, linearizability) is
+// tested in hash_table_contract_test.cpp, its cooperative resize in table_resize_test.cpp.
 #include "ccf/tables/clht_lf.hpp"
 
 #include <gtest/gtest.h>
@@ -93,6 +94,43 @@ TEST(ClhtLf, RacingInsertsOfOneKeyNeverDuplicateIt) {
     EXPECT_FALSE(table.contains(key)) << "a second copy survived the erase";
   }
   EXPECT_EQ(table.size(), 0u) << present << " keys were present";
+}
+
+// One chain grown to its limit from a one-head table: each resize on the way is begun by an
+// insert that found the pool used up. Then threads resize the table many times over while
+// others look the keys up: every copy of the full chain (24 pairs into one new chain of 24
+// slots) races other copiers, whose reservations may fill the new chain for a moment (L6).
+TEST(ClhtLf, AFullChainSurvivesRacingResizes) {
+  ClhtLf table(1);
+  constexpr std::uint64_t kChainSlots = ClhtLf::kSlots * ClhtLf::kMaxChain;
+  for (std::uint64_t i = 0; i < kChainSlots; ++i) {
+    ASSERT_EQ(table.insert(colliding_key(i), i), Status::kOk) << i;
+  }
+  EXPECT_GE(table.resizes(), 1u) << "the pool was meant to run out";
+  const std::size_t before = table.bucket_count();
+  std::atomic<std::uint64_t> wrong{0};
+  std::atomic<bool> resizing_done{false};
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 4; ++t) {  // 4 resizers and 4 readers on 2 cores
+    threads.emplace_back([&] { table.reserve(3 * before << 10); });
+    threads.emplace_back([&] {
+      do {
+        for (std::uint64_t i = 0; i < kChainSlots; ++i) {
+          if (table.find(colliding_key(i)) != i) wrong.fetch_add(1);
+        }
+      } while (!resizing_done.load());
+    });
+  }
+  for (unsigned t = 0; t < threads.size(); t += 2) threads[t].join();
+  resizing_done.store(true);
+  for (unsigned t = 1; t < threads.size(); t += 2) threads[t].join();
+  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_GE(table.bucket_count(), before << 10);
+  EXPECT_EQ(table.size(), kChainSlots);
+  for (std::uint64_t i = 0; i < kChainSlots; ++i) ASSERT_EQ(table.find(colliding_key(i)), i);
+  EXPECT_EQ(table.insert(colliding_key(kChainSlots), 1), Status::kFull);
+  ASSERT_EQ(table.erase(colliding_key(0)), Status::kOk);
+  EXPECT_EQ(table.insert(colliding_key(kChainSlots), 1), Status::kOk);
 }
 
 TEST(ClhtLf, ZeroKeyIsRefused) {

@@ -1,6 +1,7 @@
 // The cooperative, incremental resizes of BasicClht (include/ccf/tables/basic_clht.hpp, M1-M6),
-// HopscotchMap (include/ccf/tables/hopscotch_map.hpp, R1-R6) and CuckooMap
-// (include/ccf/tables/cuckoo_map.hpp, C1-C6):
+// ClhtLf (include/ccf/tables/clht_lf.hpp, L1-L6), HopscotchMap
+// (include/ccf/tables/hopscotch_map.hpp, R1-R6) and CuckooMap (include/ccf/tables/cuckoo_map.hpp,
+// C1-C6):
 // - a model test on a table that starts with one bucket, so that most operations run while a
 //   migration is under way, and that ends holding little more than its current table (old
 //   tables' pages handed back);
@@ -28,6 +29,7 @@
 
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/tables/clht_lb.hpp"
+#include "ccf/tables/clht_lf.hpp"
 #include "ccf/tables/cuckoo_map.hpp"
 #include "ccf/tables/hopscotch_map.hpp"
 #include "ccf/tables/htm_clht.hpp"
@@ -64,6 +66,13 @@ struct Resizing<ccf::HopscotchMap<H, Hook>> {
   }
 };
 
+template <class Hook>
+struct Resizing<ccf::BasicClhtLf<Hook>> {
+  static constexpr std::uint64_t kUnit = ccf::BasicClhtLf<Hook>::kChunk;
+  static std::size_t current_bytes(const ccf::BasicClhtLf<Hook>& table) {
+    return mapped(table.bucket_count() * 64);
+  }
+};
 template <class K, class V, class Hash, class Equal, class Hook>
 struct Resizing<ccf::CuckooMap<K, V, Hash, Equal, Hook>> {
   static constexpr std::uint64_t kUnit = ccf::CuckooMap<K, V, Hash, Equal, Hook>::kChunk;
@@ -76,10 +85,10 @@ template <class Table>
 class TableResize : public ::testing::Test {};
 
 // CLHT with bucket locks, elided bucket locks, and a global (TTAS, not FIFO: fair to 8 threads on
-// 2 cores) elided lock: the three ways the policies take a head; Hopscotch with both
-// neighbourhoods; the cuckoo map.
+// 2 cores) elided lock: the three ways the policies take a head; lock-free CLHT; Hopscotch with
+// both neighbourhoods; the cuckoo map.
 using Tables = ::testing::Types<ccf::ClhtLb, ccf::HtmClhtFine, ccf::htm_clht::ScmTtasOpt,
-                                ccf::HopscotchMap<32>, ccf::HopscotchMap<64>,
+                                ccf::ClhtLf, ccf::HopscotchMap<32>, ccf::HopscotchMap<64>,
                                 ccf::CuckooMap<std::uint64_t, std::uint64_t>>;
 TYPED_TEST_SUITE(TableResize, Tables);
 
@@ -325,6 +334,78 @@ TEST(ClhtResizeStall, AThreadSuspendedMidChunkHoldsNobody) {
   ASSERT_GT(victim_keys, 3 * kHeads);
   for (std::uint64_t key = 1; key <= victim_keys; ++key) ASSERT_EQ(table.find(key), key) << key;
   EXPECT_EQ(table.size(), victim_keys + kOthers * per_other / 2);
+}
+
+// Suspends one ClhtLf thread right after it froze a head of its claim (L2): the head's keys are
+// then in a frozen chain whose new heads nobody has built.
+struct FrozenHeadHook {
+  static inline std::atomic<std::thread::id> victim{};
+  static inline std::atomic<bool> stalled{false}, released{false};
+  static inline std::atomic<std::uint64_t> head{0};
+  static void on_frozen(std::uint64_t i) noexcept {
+    if (std::this_thread::get_id() != victim.load() || stalled.load()) return;
+    head.store(i);
+    stalled.store(true);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!released.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+};
+
+// A ClhtLf thread suspended between freezing a head and building its new heads holds nobody
+// (L3): lookups of the frozen head's keys answer from its chain, updates of them build the new
+// heads themselves, the other claims build the rest and the resize completes; when the thread
+// resumes, its copies find the heads built and its own insert completes.
+TEST(ClhtLfResizeStall, AThreadSuspendedWithAFrozenHeadHoldsNobody) {
+  using Map = ccf::BasicClhtLf<FrozenHeadHook>;
+  constexpr std::uint64_t kHeads = 2048;
+  Map map(3 * kHeads);
+  ASSERT_EQ(map.bucket_count(), kHeads);
+  FrozenHeadHook::stalled.store(false);  // the hook's state is static: a repeated run starts over
+  FrozenHeadHook::released.store(false);
+  std::uint64_t victim_keys = 0;  // keys 1..victim_keys, once the victim is done
+  std::thread victim([&] {
+    FrozenHeadHook::victim.store(std::this_thread::get_id());
+    // Inserts until one begins a migration, then one more, whose help() claims a chunk.
+    std::uint64_t key = 1;
+    for (; !map.resizing(); ++key) ASSERT_EQ(map.insert(key, key), Status::kOk);
+    ASSERT_EQ(map.insert(key, key), Status::kOk);
+    victim_keys = key;
+  });
+  ASSERT_TRUE(ccf::testing::eventually([] { return FrozenHeadHook::stalled.load(); }))
+      << "the victim never reached the hook";
+  ASSERT_TRUE(map.resizing());
+  ASSERT_EQ(map.resizes(), 0u);
+
+  // Keys of the frozen head -- among the victim's keys, found by their head index -- are found,
+  // and one is erased and inserted again, while the victim sleeps.
+  const std::uint64_t frozen = FrozenHeadHook::head.load();
+  std::vector<std::uint64_t> frozen_keys;
+  for (std::uint64_t key = 1; key < 4 * kHeads; ++key) {
+    if (ccf::reduce_range(ccf::detail::ClhtSizing::hash(key), kHeads) == frozen &&
+        map.find(key).has_value()) {
+      frozen_keys.push_back(key);
+    }
+  }
+  ASSERT_FALSE(frozen_keys.empty());
+  for (const std::uint64_t key : frozen_keys) ASSERT_EQ(map.find(key), key) << key;
+  ASSERT_EQ(map.erase(frozen_keys[0]), Status::kOk);
+  ASSERT_EQ(map.find(frozen_keys[0]), std::nullopt);
+  ASSERT_EQ(map.insert(frozen_keys[0], frozen_keys[0]), Status::kOk);
+
+  constexpr unsigned kOthers = 4;
+  const std::uint64_t per_other = 4 * 3 * kHeads / kOthers;
+  EXPECT_EQ(others_work(map, kOthers, per_other), 0u);
+  EXPECT_TRUE(FrozenHeadHook::stalled.load() && !FrozenHeadHook::released.load());
+  EXPECT_GE(map.resizes(), 1u) << "the resize waited for the suspended thread";
+  EXPECT_GE(map.bucket_count(), 2 * kHeads);
+
+  FrozenHeadHook::released.store(true);
+  victim.join();
+  ASSERT_GT(victim_keys, 3 * kHeads);
+  for (std::uint64_t key = 1; key <= victim_keys; ++key) ASSERT_EQ(map.find(key), key) << key;
+  EXPECT_EQ(map.size(), victim_keys + kOthers * per_other / 2);
 }
 
 // Suspends one thread after it has claimed a segment of a migration and before it locks it.

@@ -32,29 +32,16 @@ class TableGenerations {
     return current_.load(std::memory_order_relaxed) == table;
   }
 
-  // Makes room to keep one more table, so that the next publish() cannot throw: for a resize
-  // that cannot undo what it did before publishing (tables/clht_lf.hpp freezes chains).
-  void make_room() {
-    const std::lock_guard guard(tables_lock_);
-    tables_.reserve(tables_.size() + 1);
-  }
-
   // Holds `next` (until the map goes) without making it current: a table a migration fills
-  // before it is published. May throw std::bad_alloc (never after make_room()); `next` is then
-  // freed and nothing is held.
+  // before it is published. May throw std::bad_alloc; `next` is then freed and nothing is held.
   Table* keep(std::unique_ptr<Table> next) {
     const std::lock_guard guard(tables_lock_);
     tables_.push_back(std::move(next));
     return tables_.back().get();
   }
 
-  // Makes `next` the current table. Release: everything written into it before is seen by whoever
-  // loads it. `start`: when the resize that built it began. Strong guarantee: if keeping `next`
-  // throws (std::bad_alloc; never after make_room()), nothing is published and `next` is freed.
-  void publish(std::unique_ptr<Table> next, std::chrono::steady_clock::time_point start) {
-    publish(keep(std::move(next)), start);
-  }
-  // The same for a table already kept; never throws.
+  // Makes `kept` the current table. Release: everything written into it before is seen by
+  // whoever loads it. `start`: when the resize that built it began. Never throws.
   void publish(Table* kept, std::chrono::steady_clock::time_point start) noexcept {
     current_.store(kept, std::memory_order_release);
     resizes_.fetch_add(1, std::memory_order_relaxed);
@@ -78,7 +65,7 @@ class TableGenerations {
 
  private:
   std::atomic<Table*> current_;
-  mutable std::mutex tables_lock_;  // publish() against memory_bytes()
+  mutable std::mutex tables_lock_;  // keep() against memory_bytes()
   std::vector<std::unique_ptr<Table>> tables_;
   std::atomic<std::uint64_t> resizes_{0};
   std::atomic<std::uint64_t> resize_ns_{0};

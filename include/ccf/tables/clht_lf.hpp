@@ -1,23 +1,27 @@
 // ClhtLf: the lock-free cache-line hash table of David, Guerraoui and Trigonakis ("Asynchronized
 // concurrency: the secret to scaling concurrent search data structures", ASPLOS 2015): a map
 // from non-zero 64-bit keys to 64-bit values whose updates take no lock -- each one is a few
-// CAS operations on one 64-bit "snapshot" word per chain -- and whose lookups store nothing.
+// CAS operations on one 64-bit "snapshot" word per chain -- and whose lookups store nothing,
+// with a cooperative, lock-free resize.
 //
 // Layout: m head buckets (any m: the index is reduce_range(h, m)), one 64-byte line each, and
 // overflow buckets chained from them (up to kMaxChain buckets per chain, from a pool the table
-// reserves up front: no allocator call on any operation):
+// reserves up front: no allocator call on any operation but a resize's):
 //
 //   | snapshot (8) | key0 key1 key2 (24) | val0 val1 val2 (24) | next (8) |
 //
-//   snapshot (head only): | version (39 bits) | frozen (1) | valid bits (24: slot 3c + j is
-//                           slot j of the chain's c-th bucket) |
+//   snapshot (head only): | version (38 bits) | unbuilt (1) | live (1) | valid bits (24: slot
+//                           3c + j is slot j of the chain's c-th bucket) |
 //
-// A slot is free (key 0), reserved (key set, valid bit clear: an insert in progress, or an erased
-// pair not yet cleared) or valid (bit set). Invariant (I): a valid slot's key and value never
-// change; only the thread that reserved a slot (CAS key 0 -> k) or invalidated it writes it
-// until it is free again. Every change of a snapshot raises its version.
+// A head is live (it takes updates), unbuilt (a head of a table a resize is filling, whose keys
+// are still in the frozen chain before it), or frozen (neither bit: its chain was handed to the
+// next table; final). A slot is free (key 0), reserved (key set, valid bit clear: an insert
+// or a copy in progress, or an erased pair not yet cleared) or valid (bit set). Invariant (I): a
+// valid slot's key and value never change; only the thread that reserved a slot (CAS key 0 -> k)
+// or invalidated it writes it until it is free again. Every change of a snapshot raises its
+// version.
 //
-// Operations (h = mix64(key), detail/clht_sizing.hpp):
+// Operations (h = mix64(key), detail/clht_sizing.hpp), on a live head:
 //   find    read the snapshot s; look for the key among the slots valid in s; read the value;
 //           read the snapshot again: unchanged => by (I) the slots valid in s held exactly
 //           those pairs at that moment, so the answer (found with that value, or absent) was
@@ -31,36 +35,87 @@
 //           (its bit cleared and the new one set), so a reader sees the old pair or the new.
 //   erase   find the key's valid slot under s; CAS s -> s - its bit + version; then clear the
 //           key (the slot is free again).
-//   resize  when an insert had to chain a bucket and the table holds more than 3 items per
-//           head on average, or the overflow pool ran out. Never on one chain's length alone
-//           (the reference design resizes on a single full bucket, which livelocks when hashes
-//           collide): a chain of kMaxChain buckets in a table under half that full holds 24
-//           keys with one hash prefix, a degenerate hash, and its insert returns kFull. One
-//           thread at a time (a try-lock) doubles the table: it freezes each chain (a CAS
-//           setting the frozen bit), copies its valid pairs and moves on; the new table is
-//           published with release once every chain is copied. Old tables are kept until the
-//           map is destroyed (finds may still read them; together they are smaller than the
-//           current one).
+// Every CAS of an update expects a live s: once its head is frozen, it fails, and the update
+// starts over in the table that holds its key (L3).
 //
-// Progress: finds retry only when an update of their chain completed, and updates retry only
-// when another update's CAS on their chain succeeded: both lock-free -- except that an update
-// that meets a frozen chain waits (on the resize lock) until the resize that froze it ends (as
-// in the reference design; a resizer preempted mid-copy stalls updates, never finds), and
-// should that resize have failed (std::bad_alloc), does it again itself, throwing
-// std::bad_alloc without a change if it fails too: a failed resize leaves no chain frozen for
-// good. A find of a frozen chain reads it unchanged, since no update succeeds there once it is
-// frozen.
+// Resize (double) when an insert had to chain a bucket and the table holds more than 3 items
+// per head on average, or the overflow pool ran out -- never on one chain's length alone (the
+// reference design resizes on a single full bucket, which livelocks when hashes collide): a
+// chain of kMaxChain buckets in a table under half that full holds 24 keys with one hash
+// prefix, a degenerate hash, and its insert returns kFull. The reference design doubles the
+// table in one thread while updates wait for it; here the updates that meet the resize do it,
+// and nobody waits for anybody (as growt's and Java's ConcurrentHashMap's migrations, but
+// without their per-bucket locks):
+//   L1  Begin. The inserting thread that crosses the threshold, if it gets resize_lock_ (a
+//       try-lock: others go on), allocates the table twice as large, every head unbuilt, and
+//       the per-chunk counters, then stores the old table's `migration` pointer (release;
+//       loaded with acquire). Only the current table begins one, and only once: a table becomes
+//       current when every head of it is built (L5), so at most two tables take updates.
+//   L2  One head. Old head i is frozen (a CAS clearing live and setting frozen: its valid pairs
+//       are fixed from then on), then each of new heads 2i and 2i + 1 is built -- doubling with
+//       reduce_range sends each key of head i to one of them: its pairs in the frozen chain are
+//       inserted into it by the insert protocol above, except that the publishing CAS expects
+//       an UNBUILT head (a pair already valid there is skipped), then one CAS makes it live.
+//       Any number of threads may build one head at once: by (I) and the snapshot CAS no pair
+//       becomes valid twice; the thread whose CAS makes it live has seen every pair of the
+//       frozen chain valid there, and nothing leaves an unbuilt head, so it is live with all
+//       of them; after that, a late copier's CAS fails (the head is never unbuilt again) and it
+//       releases what it reserved. Invariant: a key's pair is in the chain of the OLDEST table
+//       whose head for it is not frozen, or, when that head is unbuilt, in the frozen chain
+//       before it.
+//   L3  Updates first take one claim of a migration under way (help(): a chunk of kChunk old
+//       heads, claim c taking chunk c mod chunks; a chunk whose heads are all built is
+//       skipped), then find their key's holder: from the current table, a frozen head sends
+//       them to the successor, and an unbuilt head there is built first (L2) -- by them, not
+//       waited for. A thread suspended anywhere in a migration holds nobody: another claim (the
+//       cursor wraps around) or the updates of its keys build what it left; when it resumes,
+//       its CASes fail on heads built since and it releases its reservations.
+//   L4  Lookups never wait and never build: a frozen head is scanned as it stands (it no
+//       longer changes), then the successor's head for the key is read (acquire, after the
+//       scan): unbuilt => the frozen chain held the keys throughout, so the scan's answer
+//       stands; built => the lookup goes on there. A live head's answer is CLHT's (above).
+//   L5  Publication. Each build CAS counts down its chunk's count, and the last one the chunks'
+//       count (acq_rel), so the thread that takes the last count to zero has seen every head
+//       built; it makes the new table current (TableGenerations::publish, release; current()
+//       is an acquire), and counts the resize. Publishing never throws: the new table was kept
+//       by tables_ when the migration began.
+//   L6  Memory. Then it hands the old table's heads and pool back to the system (madvise
+//       MADV_DONTNEED: the range stays and reads as zeros), keeping the small Table object for
+//       successor(), as BasicClht does (basic_clht.hpp, M6, which says why lookups announce
+//       nothing). A zero snapshot is a frozen head with no valid slot, which is what every
+//       head of the old table was: a lookup or update that reads one goes on in the successor,
+//       whose heads are all built. A scan that reads zeros ends early (a zero `next`) or skips
+//       them (a zero key is no key), and its answer is thrown away -- a live snapshot's check
+//       reads 0 (changed), a frozen one's sends it on (the successor's head is built) -- by the
+//       ordering argument of M6; a copier that reads a zero key stops (the head is built). And
+//       no late CAS of a snapshot can succeed on a zero page: every one expects a value it read
+//       live (kLive) or unbuilt (kUnbuilt: the mark is why unbuilt is not 0). Late reservations
+//       and links write the pages back (memory that memory_bytes() does not count), never an
+//       answer. Heads under 64 KiB come from the heap and are kept whole.
+//   A copy reserves a slot before it publishes, so copiers racing on one new chain may each
+//   hold a reservation for a moment; only a new chain that needs more than 24 - (copiers)
+//   slots -- 22 or more pairs under one new head, a degenerate hash -- can find no free slot,
+//   and its copier then waits for the others' reservations to be published or released. When
+//   the pool is used up, a copy takes a heap bucket (kept in a list, freed with the table), so
+//   a migration never stops for room.
 //
-// Versions have 39 bits: a stale snapshot could only pass for a current one after exactly a
-// multiple of 2^39 (5.5 * 10^11) changes of one chain while one operation is stalled between
+// Progress: lookups are lock-free -- they retry only when an update of their chain completed --
+// and visit each table at most once per try; updates are lock-free -- they retry only when
+// another update's or a migration's CAS on their chain succeeded, and a migration's work is
+// done by whoever meets it (L3) -- except the degenerate copy above.
+//
+// Versions have 38 bits: a stale snapshot could only pass for a current one after exactly a
+// multiple of 2^38 (2.7 * 10^11) changes of one chain while one operation is stalled between
 // its two reads -- hours of a single chain changing at the fastest rate one cache line allows.
 //
 // Memory ordering: the snapshot's CAS that publishes a slot is release, and its loads are
 // acquire: a find that sees the valid bit sees the key and value written before it. Key and
 // value loads are acquire so that the snapshot's second load stays after them. Overflow
 // buckets are linked with release (their first pair written before) and followed with acquire.
+// L1 and L5 give the migration's.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -70,6 +125,7 @@
 #include <new>
 #include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "ccf/detail/bucket_pool.hpp"
 #include "ccf/detail/clht_sizing.hpp"
@@ -77,52 +133,65 @@
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/sharded_counter.hpp"
 #include "ccf/detail/table_generations.hpp"
+#include "ccf/detail/table_migration.hpp"
 #include "ccf/status.hpp"
+#include "ccf/sync/spin_wait.hpp"
 
 namespace ccf {
 
-class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
+// Hook: detail::NoMigrationHook, or a test's: `static void on_frozen(std::uint64_t i)` is called
+// by a thread that froze old head i in its claim, before it builds the new heads (L2).
+template <class Hook = detail::NoMigrationHook>
+class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std::uint64_t> {
  public:
   static constexpr unsigned kSlots = detail::ClhtSizing::kSlots;  // pairs per 64-byte bucket
   static constexpr unsigned kMaxChain = 8;                        // buckets per chain
+  static constexpr std::uint64_t kChunk = 64;                     // old heads per claim (L3)
 
   // Room for `capacity` items at the resize threshold (3 per head bucket) without resizing.
   // Throws std::invalid_argument beyond the 64 TiB table limit; reserve() likewise, changing
   // nothing.
-  explicit ClhtLf(std::size_t capacity = 1024)
-      : tables_(std::make_unique<Table>(detail::ClhtSizing::buckets_for(capacity, "ClhtLf"))) {}
-  ClhtLf(const ClhtLf&) = delete;
-  ClhtLf& operator=(const ClhtLf&) = delete;
+  explicit BasicClhtLf(std::size_t capacity = 1024)
+      : tables_(
+            std::make_unique<Table>(detail::ClhtSizing::buckets_for(capacity, "ClhtLf"), kLive)) {}
+  BasicClhtLf(const BasicClhtLf&) = delete;
+  BasicClhtLf& operator=(const BasicClhtLf&) = delete;
 
   std::optional<std::uint64_t> find(std::uint64_t key) const {
     check(key);
     const std::uint64_t h = detail::ClhtSizing::hash(key);
+    const Table* table = tables_.current();
     for (;;) {
-      const Bucket& head = tables_.current()->head(h);
+      const Bucket& head = table->head(h);
       const std::uint64_t s = head.snapshot.load(std::memory_order_acquire);
       const std::optional<SlotRef> slot = find_valid(head, s, key);
       const std::uint64_t value =
           slot ? slot->bucket->value[slot->lane].load(std::memory_order_acquire) : 0;
-      if (head.snapshot.load(std::memory_order_acquire) == s) {
-        return slot ? std::optional<std::uint64_t>(value) : std::nullopt;
+      if (s & kLive) {
+        if (head.snapshot.load(std::memory_order_acquire) != s) continue;
+      } else {  // frozen, or retired (L6); a lookup never meets an unbuilt head (L4)
+        const Table* next = table->successor();
+        if (!unbuilt(next->head(h).snapshot.load(std::memory_order_acquire))) {
+          table = next;
+          continue;
+        }
       }
+      return slot ? std::optional<std::uint64_t>(value) : std::nullopt;
     }
   }
   // contains, insert and insert_or_assign: detail::MapApi over find and put; kFull only for a
   // degenerate hash (see the header; nothing changed).
 
-  // kOk, or kNotFound.
+  // kOk, or kNotFound. May throw std::bad_alloc from its share of a migration, having changed
+  // nothing.
   Status erase(std::uint64_t key) {
     check(key);
     const std::uint64_t h = detail::ClhtSizing::hash(key);
+    help();
     for (;;) {
-      Table* table = tables_.current();
-      Bucket& head = table->head(h);
+      Bucket& head = holder(h).second;
       std::uint64_t s = head.snapshot.load(std::memory_order_acquire);
-      if (s & kFrozen) {
-        resize(table, true);  // finishes the resize that froze it (see Progress)
-        continue;
-      }
+      if (!(s & kLive)) continue;  // frozen since: L3
       const std::optional<SlotRef> slot = find_valid(head, s, key);
       if (!slot) {
         if (head.snapshot.load(std::memory_order_acquire) == s) return Status::kNotFound;
@@ -142,25 +211,38 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
   std::size_t bucket_count() const noexcept { return tables_.current()->buckets; }
   // Slots in the current table's head buckets (chains hold more).
   std::size_t capacity() const noexcept { return kSlots * bucket_count(); }
-  // Grows the table (if needed) so that `capacity` items fit without a resize.
+  // Grows the table (if needed) so that `capacity` items fit without a resize, migrating until
+  // it does (with whichever threads help).
   void reserve(std::size_t capacity) {
-    while (bucket_count() < detail::ClhtSizing::buckets_for(capacity, "ClhtLf")) {
-      if (!resize(tables_.current(), true)) break;  // at the limit
+    const std::uint64_t wanted = detail::ClhtSizing::buckets_for(capacity, "ClhtLf");
+    for (Table* table = tables_.current(); table->buckets < wanted; table = tables_.current()) {
+      Migration* m = table->migration.load(std::memory_order_acquire);
+      if (m == nullptr) {
+        if (2 * table->buckets > detail::ClhtSizing::kMaxBuckets) return;  // chains grow instead
+        begin_migration(*table);  // false: another thread is beginning it
+      } else if (!migrate_chunk(*table, *m)) {
+        sync::cpu_relax();  // the chunk claimed was done
+      }
     }
   }
-  // Resizes done so far, and the time they took in all (the cost the benchmarks report).
+  // Whether a resize is under way: begun, its new table not yet current.
+  bool resizing() const noexcept {
+    return tables_.current()->migration.load(std::memory_order_relaxed) != nullptr;
+  }
+  // Resizes done so far, and the time from the start of each to its publication, in all.
   std::uint64_t resizes() const noexcept { return tables_.resizes(); }
   std::uint64_t resize_nanoseconds() const noexcept { return tables_.resize_nanoseconds(); }
   // Head buckets and overflow buckets in use, of every table still held, and the map object.
   std::size_t memory_bytes() const { return tables_.memory_bytes() + sizeof(*this); }
 
  private:
-  friend class detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t>;
+  friend class detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std::uint64_t>;
   using Word = std::atomic<std::uint64_t>;
   static constexpr unsigned kChainSlots = kSlots * kMaxChain;  // 24 valid bits
   static constexpr std::uint64_t kValidMask = (std::uint64_t{1} << kChainSlots) - 1;
-  static constexpr std::uint64_t kFrozen = std::uint64_t{1} << kChainSlots;
-  static constexpr std::uint64_t kVersionOne = kFrozen << 1;  // adding it wraps mod 2^39
+  static constexpr std::uint64_t kLive = std::uint64_t{1} << kChainSlots;
+  static constexpr std::uint64_t kUnbuilt = kLive << 1;
+  static constexpr std::uint64_t kVersionOne = kUnbuilt << 1;  // adding it wraps mod 2^38
 
   struct alignas(64) Bucket {
     Word snapshot{0};  // head buckets only
@@ -178,36 +260,91 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
     unsigned index;
   };
 
+  struct Table;
+  // A migration of one table into one twice as large (L1-L5).
+  struct Migration {
+    Migration(Table* target, std::uint64_t old_buckets)
+        : to(target),
+          chunks((old_buckets + kChunk - 1) / kChunk),
+          left(std::make_unique<std::atomic<std::uint64_t>[]>(chunks)),
+          chunks_left(chunks) {
+      for (std::uint64_t c = 0; c < chunks; ++c) {
+        left[c].store(2 * (std::min(old_buckets, (c + 1) * kChunk) - c * kChunk),
+                      std::memory_order_relaxed);
+      }
+    }
+    Table* const to;  // held by tables_
+    const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    const std::uint64_t chunks;
+    const std::unique_ptr<std::atomic<std::uint64_t>[]> left;  // per chunk: new heads unbuilt
+    alignas(64) std::atomic<std::uint64_t> claims{0};          // chunk c is claim c mod chunks
+    alignas(64) std::atomic<std::uint64_t> chunks_left;
+  };
+
+  // A heap bucket a copy took when the pool was used up (L6), listed for the table's destructor.
+  struct HeapBucket {
+    Bucket bucket;
+    HeapBucket* older = nullptr;
+  };
+
   // One table: head buckets and the overflow pool (as many buckets again, address space only
   // until used, detail/bucket_pool.hpp), both on huge pages where the system allows
   // (detail/page_buffer.hpp).
   struct Table {
-    explicit Table(std::uint64_t count)
-        : buckets(count),
-          head_storage(count * sizeof(Bucket)),
-          heads(construct(head_storage, count)),
-          pool(count) {}
-
-    static Bucket* construct(detail::PageBuffer& storage, std::uint64_t count) {
-      auto* first = reinterpret_cast<Bucket*>(storage.data());
-      for (std::uint64_t i = 0; i < count; ++i) new (first + i) Bucket;
-      return std::launder(first);
+    // Heads live (a map's first table) or unbuilt (a migration's).
+    Table(std::uint64_t count, std::uint64_t state)
+        : buckets(count), head_storage(count * sizeof(Bucket)), pool(count) {
+      auto* first = reinterpret_cast<Bucket*>(head_storage.data());
+      for (std::uint64_t i = 0; i < count; ++i) new (first + i) Bucket{.snapshot{state}};
+      heads = std::launder(first);
     }
-    Bucket& head(std::uint64_t h) const noexcept { return heads[reduce_range(h, buckets)]; }
+    ~Table() {
+      for (HeapBucket* b = heap.load(std::memory_order_relaxed); b != nullptr;) {
+        delete std::exchange(b, b->older);
+      }
+    }
+    Table(const Table&) = delete;
+    Table& operator=(const Table&) = delete;
+
+    std::uint64_t index(std::uint64_t h) const noexcept { return reduce_range(h, buckets); }
+    Bucket& head(std::uint64_t h) const noexcept { return heads[index(h)]; }
+    // The table this one's keys go to; only once a head of it was seen frozen (L1).
+    Table* successor() const noexcept { return migration.load(std::memory_order_acquire)->to; }
+    // An overflow bucket from the pool; for a copy, from the heap once the pool is used up (L6).
+    Bucket* overflow_bucket(bool copy) {
+      Bucket* b = pool.allocate();
+      if (b != nullptr || !copy) return b;
+      auto* added = new HeapBucket;
+      added->older = heap.load(std::memory_order_relaxed);
+      while (!heap.compare_exchange_weak(added->older, added, std::memory_order_relaxed)) {
+      }
+      heap_buckets.fetch_add(1, std::memory_order_relaxed);
+      return &added->bucket;
+    }
     std::size_t memory_bytes() const noexcept {
-      return head_storage.reserved_bytes() + pool.memory_bytes();
+      const std::size_t heap_bytes =
+          heap_buckets.load(std::memory_order_relaxed) * sizeof(HeapBucket);
+      if (retired.load(std::memory_order_relaxed)) return heap_bytes;
+      return head_storage.reserved_bytes() + pool.memory_bytes() + heap_bytes;
     }
 
     std::uint64_t buckets;
     detail::PageBuffer head_storage;
     Bucket* heads;  // in head_storage
     detail::BucketPool<Bucket> pool;
+    std::atomic<HeapBucket*> heap{nullptr};
+    std::atomic<std::uint64_t> heap_buckets{0};
+    // Set once, under resize_lock_, when a migration of this table begins (release: L1).
+    std::atomic<Migration*> migration{nullptr};
+    std::unique_ptr<Migration> owned_migration;
+    std::atomic<bool> retired{false};  // its pages handed back (L6)
   };
 
   static void check(std::uint64_t key) { detail::ClhtSizing::check(key, "ClhtLf"); }
   static constexpr std::uint64_t valid_bit(unsigned index) noexcept {
     return std::uint64_t{1} << index;
   }
+  static constexpr bool unbuilt(std::uint64_t s) noexcept { return (s & kUnbuilt) != 0; }
   // s with the valid bits `clear` cleared and `set` set, and its version raised.
   static constexpr std::uint64_t changed(std::uint64_t s, std::uint64_t clear,
                                          std::uint64_t set) noexcept {
@@ -218,7 +355,8 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
   static std::optional<SlotRef> find_valid(const Bucket& head, std::uint64_t s, std::uint64_t key) {
     std::uint64_t valid = s & kValidMask;
     auto* bucket = const_cast<Bucket*>(&head);
-    for (unsigned c = 0; valid != 0; ++c, valid >>= kSlots) {
+    // (A null bucket: the chain of a retired table, read as zeros, L6.)
+    for (unsigned c = 0; valid != 0 && bucket != nullptr; ++c, valid >>= kSlots) {
       for (unsigned lane = 0; lane < kSlots; ++lane) {
         if ((valid >> lane & 1) != 0 && bucket->key[lane].load(std::memory_order_acquire) == key) {
           return SlotRef{bucket, lane, c * kSlots + lane};
@@ -231,10 +369,11 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
   }
 
   // Reserves a free slot of the chain for (key, value): its key CAS'd 0 -> key and its value
-  // written, or a pool bucket linked with the pair in slot 0. nullopt: the chain is full or the
-  // pool is used up. `chained` is set when a bucket was linked.
+  // written, or an overflow bucket linked with the pair in slot 0. nullopt: the chain is full or
+  // the pool is used up (for a copy, never the pool: L6). `chained` is set when a bucket was
+  // linked.
   static std::optional<SlotRef> reserve_slot(Table& table, Bucket& head, std::uint64_t key,
-                                             std::uint64_t value, bool& chained) {
+                                             std::uint64_t value, bool copy, bool& chained) {
     Bucket* bucket = &head;
     unsigned c = 0;
     for (;;) {
@@ -252,7 +391,7 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
         continue;
       }
       if (c + 1 >= kMaxChain) return std::nullopt;
-      Bucket* added = table.pool.allocate();
+      Bucket* added = table.overflow_bucket(copy);
       if (added == nullptr) return std::nullopt;
       added->key[0].store(key, std::memory_order_relaxed);
       added->value[0].store(value, std::memory_order_relaxed);
@@ -263,7 +402,7 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
         chained = true;
         return SlotRef{added, 0, (c + 1) * kSlots};
       }
-      // Another insert linked a bucket first: ours stays unused in the pool; go on in theirs.
+      // Another insert linked a bucket first: ours stays unused; go on in theirs.
       bucket = expected;
       ++c;
     }
@@ -272,38 +411,30 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
   Status put(std::uint64_t key, std::uint64_t value, bool assign) {
     check(key);
     const std::uint64_t h = detail::ClhtSizing::hash(key);
+    help();
     for (;;) {
-      Table* table = tables_.current();
-      Bucket& head = table->head(h);
-      if (head.snapshot.load(std::memory_order_acquire) & kFrozen) {
-        resize(table, true);  // finishes the resize that froze it (see Progress)
-        continue;
-      }
+      auto [table, head] = holder(h);
       bool chained = false;
-      const std::optional<SlotRef> reserved = reserve_slot(*table, head, key, value, chained);
+      const std::optional<SlotRef> reserved =
+          reserve_slot(*table, head, key, value, /*copy=*/false, chained);
       if (!reserved) {
         // No room in the chain. A larger table makes room -- unless the hash is degenerate
         // (see the header): then the table is not even half as full as the resize threshold.
         const bool crowded = table->pool.exhausted() ||
                              2 * size() >= detail::ClhtSizing::kItemsPerBucket * table->buckets;
-        if (!crowded || !resize(table, true)) {
+        if (!crowded || !grow(*table))
           return !assign && find(key) ? Status::kExists : Status::kFull;
-        }
         continue;
       }
-      const std::optional<Status> status = publish(head, *reserved, key, assign);
-      if (!status) {  // the chain was frozen: finish that resize and insert in the new table
-        resize(table, true);
-        continue;
-      }
+      const std::optional<Status> status = publish(head, *reserved, key, assign, kLive);
+      if (!status) continue;  // the chain was frozen: L3
       if (*status == Status::kOk) {
         items_.add(1);
         if (chained && size() > detail::ClhtSizing::kItemsPerBucket * table->buckets) {
           try {
-            resize(table, false);
+            begin_migration(*table);
           } catch (const std::bad_alloc&) {
-            // The item is stored. The next update that needs the room, or meets a chain this
-            // resize froze, does the resize again (see Progress).
+            // The item is stored; the next insert that chains a bucket tries again.
           }
         }
       }
@@ -312,12 +443,13 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
   }
 
   // Makes the reserved slot valid (kOk), or replaces the key's valid slot with it (assign;
-  // kExists), or releases it (kExists). nullopt: the chain is frozen (the slot is released).
-  std::optional<Status> publish(Bucket& head, const SlotRef& reserved, std::uint64_t key,
-                                bool assign) {
+  // kExists), or releases it (kExists), in a head in state `want` (kLive, or kUnbuilt for a
+  // copy). nullopt: the head has left that state (the slot is released).
+  static std::optional<Status> publish(Bucket& head, const SlotRef& reserved, std::uint64_t key,
+                                       bool assign, std::uint64_t want) {
     for (;;) {
       std::uint64_t s = head.snapshot.load(std::memory_order_acquire);
-      if (s & kFrozen) {
+      if ((s & (kLive | kUnbuilt)) != want) {
         release(reserved);
         return std::nullopt;
       }
@@ -342,75 +474,155 @@ class ClhtLf : public detail::MapApi<ClhtLf, std::uint64_t, std::uint64_t> {
     slot.bucket->key[slot.lane].store(0, std::memory_order_release);
   }
 
-  // Doubles `from` if it is still the current table. If another thread is resizing: when `wait`
-  // (an update that needs the room, or met a frozen chain), waits for it to end and, should it
-  // have failed, resizes itself; else returns at once. False only at the table limit. A
-  // std::bad_alloc propagates, with chains of `from` possibly frozen: the next resize of `from`
-  // copies them again.
-  bool resize(Table* from, bool wait) {
-    std::unique_lock guard(resize_lock_, std::defer_lock);
-    if (wait) {
-      guard.lock();
-    } else if (!guard.try_lock()) {
-      return true;
-    }
-    if (tables_.current() != from) return true;
-    if (2 * from->buckets > detail::ClhtSizing::kMaxBuckets) return false;
-    const auto start = std::chrono::steady_clock::now();
-    // What may throw (std::bad_alloc) comes before the first freeze where it can: room to keep
-    // the new table, and the new table. Only when a chain overflows the doubled table (a
-    // degenerate hash, see the header) is a larger one allocated after some chains froze.
-    tables_.make_room();
-    std::uint64_t buckets = 2 * from->buckets;
-    auto to = std::make_unique<Table>(buckets);
-    for (std::uint64_t i = 0; i < from->buckets;) {
-      if (copy_chain(from->heads[i], *to)) {
-        ++i;
-      } else {  // a chain overflowed: start over, larger
-        buckets *= 2;
-        to = std::make_unique<Table>(buckets);
-        i = 0;
+  // The live head of h's chain in the table that holds h's keys, building it first if it is
+  // unbuilt (L2, L3).
+  std::pair<Table*, Bucket&> holder(std::uint64_t h) {
+    for (Table* table = tables_.current();;) {
+      Bucket& head = table->head(h);
+      const std::uint64_t s = head.snapshot.load(std::memory_order_acquire);
+      if (s & kLive) return {table, head};
+      // Frozen, or retired (L6): a current table's heads, and those a frozen head leads to once
+      // built, are never unbuilt.
+      Table* next = table->successor();
+      if (unbuilt(next->head(h).snapshot.load(std::memory_order_acquire))) {
+        build(*table, table->index(h), s, next->index(h));
       }
+      table = next;
     }
-    tables_.publish(std::move(to), start);  // every copy before the publication
+  }
+
+  // Room for an insert that found its chain full in a crowded table: a migration of the table
+  // begun, or helped. False at the table limit (the chain stays full: kFull).
+  bool grow(Table& table) {
+    if (tables_.current() == &table && table.migration.load(std::memory_order_acquire) == nullptr) {
+      if (2 * table.buckets > detail::ClhtSizing::kMaxBuckets) return false;
+      begin_migration(table);  // false: another thread is beginning it, or it began
+    }
+    help();
     return true;
   }
 
-  // Freezes a chain (once: a retry into a larger table finds it frozen already) and copies its
-  // valid pairs into a table nobody else sees yet. False if one did not fit there.
-  static bool copy_chain(Bucket& head, Table& to) {
-    std::uint64_t s = head.snapshot.load(std::memory_order_acquire);
-    while (!(s & kFrozen) && !head.snapshot.compare_exchange_weak(s, changed(s, 0, kFrozen),
-                                                                  std::memory_order_acq_rel)) {
+  // An update's share of a migration under way (L3): one chunk.
+  void help() {
+    Table& table = *tables_.current();
+    if (Migration* m = table.migration.load(std::memory_order_acquire)) migrate_chunk(table, *m);
+  }
+
+  // (L1) Begins doubling `from` if it is current, its doubling has not begun, and no other
+  // thread is beginning one (a try-lock: the others go on). A std::bad_alloc (the new table, the
+  // counters) begins nothing.
+  bool begin_migration(Table& from) {
+    const std::unique_lock guard(resize_lock_, std::try_to_lock);
+    if (!guard.owns_lock() || tables_.current() != &from ||
+        from.migration.load(std::memory_order_relaxed) != nullptr ||
+        2 * from.buckets > detail::ClhtSizing::kMaxBuckets) {
+      return false;
     }
-    const Bucket* bucket = &head;
+    auto to = std::make_unique<Table>(2 * from.buckets, kUnbuilt);
+    auto migration = std::make_unique<Migration>(to.get(), from.buckets);
+    tables_.keep(std::move(to));
+    from.owned_migration = std::move(migration);
+    // Release: whoever loads the migration sees its table and counters initialised.
+    from.migration.store(from.owned_migration.get(), std::memory_order_release);
+    return true;
+  }
+
+  // Claims one chunk of `from`'s heads (L3): freezes each and builds its two new heads. False if
+  // the chunk claimed was done.
+  bool migrate_chunk(Table& from, Migration& m) {
+    // Relaxed: a claim only spreads helpers over the chunks; each step is its own CAS.
+    const std::uint64_t c = m.claims.fetch_add(1, std::memory_order_relaxed) % m.chunks;
+    if (m.left[c].load(std::memory_order_acquire) == 0) return false;
+    const std::uint64_t last = std::min(from.buckets, (c + 1) * kChunk);
+    for (std::uint64_t i = c * kChunk; i < last; ++i) {
+      const std::uint64_t s = freeze(from.heads[i]);
+      if constexpr (requires { Hook::on_frozen(i); }) Hook::on_frozen(i);
+      build(from, i, s, 2 * i);
+      build(from, i, s, 2 * i + 1);
+    }
+    return true;
+  }
+
+  // Freezes a head (once: a second freeze finds it frozen); its frozen snapshot.
+  static std::uint64_t freeze(Bucket& head) {
+    std::uint64_t s = head.snapshot.load(std::memory_order_acquire);
+    while ((s & kLive) && !head.snapshot.compare_exchange_weak(s, (s & ~kLive) + kVersionOne,
+                                                               std::memory_order_acq_rel,
+                                                               std::memory_order_acquire)) {
+    }
+    return (s & kLive) ? (s & ~kLive) + kVersionOne : s;
+  }
+
+  // (L2) Builds new head j of from's successor out of old head i, frozen with snapshot s: its
+  // pairs that belong to j, then the CAS that makes j live. Returns at once if j is built.
+  void build(Table& from, std::uint64_t i, std::uint64_t s, std::uint64_t j) {
+    Migration& m = *from.migration.load(std::memory_order_acquire);
+    Table& to = *m.to;
+    Bucket& target = to.heads[j];
+    const Bucket* bucket = &from.heads[i];
     for (std::uint64_t valid = s & kValidMask; valid != 0; valid >>= kSlots) {
+      if (bucket == nullptr) return;  // a retired table read as zeros: j is built (L6)
       for (unsigned lane = 0; lane < kSlots; ++lane) {
-        if ((valid >> lane & 1) != 0 &&
-            !place(to, bucket->key[lane].load(std::memory_order_relaxed),
-                   bucket->value[lane].load(std::memory_order_relaxed))) {
-          return false;
-        }
+        if ((valid >> lane & 1) == 0) continue;
+        // Relaxed: the frozen snapshot's acquire load (or CAS) ordered the pair before.
+        const std::uint64_t key = bucket->key[lane].load(std::memory_order_relaxed);
+        if (key == 0) return;  // likewise
+        if (to.index(detail::ClhtSizing::hash(key)) != j) continue;
+        if (!copy(to, target, key, bucket->value[lane].load(std::memory_order_relaxed))) return;
       }
       bucket = bucket->next.load(std::memory_order_acquire);
     }
-    return true;
+    std::uint64_t t = target.snapshot.load(std::memory_order_acquire);
+    while (unbuilt(t)) {
+      if (target.snapshot.compare_exchange_weak(t, ((t & ~kUnbuilt) | kLive) + kVersionOne,
+                                                std::memory_order_acq_rel,
+                                                std::memory_order_acquire)) {
+        // (L5) acq_rel: the thread that takes the last count to zero has seen every build.
+        const std::uint64_t c = i / kChunk;
+        if (m.left[c].fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+            m.chunks_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+          tables_.publish(&to, m.start);
+          retire(from);
+        }
+        return;
+      }
+    }
   }
 
-  // Into a table no other thread sees yet.
-  static bool place(Table& table, std::uint64_t key, std::uint64_t value) {
-    Bucket& head = table.head(detail::ClhtSizing::hash(key));
-    bool chained = false;
-    const std::optional<SlotRef> slot = reserve_slot(table, head, key, value, chained);
-    if (!slot) return false;
-    head.snapshot.store(head.snapshot.load(std::memory_order_relaxed) | valid_bit(slot->index),
-                        std::memory_order_relaxed);
-    return true;
+  // Makes (key, value) valid in unbuilt head `target` unless it is there (true), or finds the
+  // head built (false). Waits only for a chain with no free slot (L6).
+  static bool copy(Table& to, Bucket& target, std::uint64_t key, std::uint64_t value) {
+    for (;;) {
+      const std::uint64_t s = target.snapshot.load(std::memory_order_acquire);
+      if (!unbuilt(s)) return false;
+      // Pairs only become valid in an unbuilt head: one valid under s is valid until it is built.
+      if (find_valid(target, s, key)) return true;
+      bool chained = false;
+      const std::optional<SlotRef> reserved =
+          reserve_slot(to, target, key, value, /*copy=*/true, chained);
+      if (!reserved) {
+        sync::cpu_relax();  // other copiers' reservations fill the chain for now
+        continue;
+      }
+      const std::optional<Status> status = publish(target, *reserved, key, false, kUnbuilt);
+      if (!status) return false;
+      return true;
+    }
+  }
+
+  // (L6) Hands an old table's heads and pool back once its successor is published. Heads under
+  // 64 KiB come from the heap (detail/page_buffer.hpp) and are kept.
+  static void retire(Table& old) noexcept {
+    if (!old.head_storage.discard()) return;
+    old.pool.discard();
+    old.retired.store(true, std::memory_order_relaxed);  // statistics
   }
 
   detail::TableGenerations<Table> tables_;
-  std::mutex resize_lock_;  // one resize at a time
+  std::mutex resize_lock_;  // one migration begins at a time
   detail::ShardedCounter items_;
 };
+
+using ClhtLf = BasicClhtLf<>;
 
 }  // namespace ccf

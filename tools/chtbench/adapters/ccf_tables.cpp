@@ -1,6 +1,7 @@
 // The ccf hash tables (include/ccf/tables/), used as sets: a key maps to itself.
 //   clht-lb     ClhtLb: one cache line per bucket, lock-free lookups, per-bucket locks, resize
-//   clht-lf     ClhtLf: one cache line per bucket, CAS updates on a snapshot word, resize
+//   clht-lf     ClhtLf: one cache line per bucket, CAS updates on a snapshot word, cooperative
+//               resize
 //   htm-clht-<scheme>  HtmClht: one global lock elided with RTM by one of the thesis's six
 //                schemes (mcs, slr-mcs, htm-retry, scm-ttas-mcs, slr-scm-mcs, scm-ttas-opt), or
 //                by the adaptive policy (adaptive)
@@ -35,7 +36,8 @@ void register_ccf_tables(Registry& r) {
       "ccf ClhtLb: one cache line per bucket, store-free lookups, bucket locks, resize");
   add_table<ccf::ClhtLf>(
       r, "clht-lf",
-      "ccf ClhtLf: one cache line per bucket, lock-free CAS updates, store-free lookups, resize");
+      "ccf ClhtLf: one cache line per bucket, lock-free CAS updates, store-free lookups, "
+      "cooperative resize");
   // Without RTM every HTM-CLHT runs its fallback lock only: the description says which.
   const std::string rtm(ccf::sync::describe(ccf::sync::rtm_support()));
   const auto global = [&](const char* scheme) {
