@@ -336,13 +336,20 @@ TEST(ClhtResizeStall, AThreadSuspendedMidChunkHoldsNobody) {
   EXPECT_EQ(table.size(), victim_keys + kOthers * per_other / 2);
 }
 
-// Suspends one ClhtLf thread right after it froze a head of its claim (L2): the head's keys are
-// then in a frozen chain whose new heads nobody has built.
+// Suspends one ClhtLf thread (the victim) once: right after it froze a head of its claim (L2) --
+// the head's keys are then in a frozen chain whose new heads nobody has built -- or, with
+// `at_last_build`, once its build took a migration's last count, before it publishes (L5).
 struct FrozenHeadHook {
   static inline std::atomic<std::thread::id> victim{};
-  static inline std::atomic<bool> stalled{false}, released{false};
+  static inline std::atomic<bool> at_last_build{false}, stalled{false}, released{false};
   static inline std::atomic<std::uint64_t> head{0};
   static void on_frozen(std::uint64_t i) noexcept {
+    if (!at_last_build.load()) stall(i);
+  }
+  static void on_last_build() noexcept {
+    if (at_last_build.load()) stall(0);
+  }
+  static void stall(std::uint64_t i) noexcept {
     if (std::this_thread::get_id() != victim.load() || stalled.load()) return;
     head.store(i);
     stalled.store(true);
@@ -350,6 +357,11 @@ struct FrozenHeadHook {
     while (!released.load() && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
+  }
+  static void arm(bool last_build) {  // the state is static: a repeated run starts over
+    at_last_build.store(last_build);
+    stalled.store(false);
+    released.store(false);
   }
 };
 
@@ -362,8 +374,7 @@ TEST(ClhtLfResizeStall, AThreadSuspendedWithAFrozenHeadHoldsNobody) {
   constexpr std::uint64_t kHeads = 2048;
   Map map(3 * kHeads);
   ASSERT_EQ(map.bucket_count(), kHeads);
-  FrozenHeadHook::stalled.store(false);  // the hook's state is static: a repeated run starts over
-  FrozenHeadHook::released.store(false);
+  FrozenHeadHook::arm(/*last_build=*/false);
   std::uint64_t victim_keys = 0;  // keys 1..victim_keys, once the victim is done
   std::thread victim([&] {
     FrozenHeadHook::victim.store(std::this_thread::get_id());
@@ -406,6 +417,37 @@ TEST(ClhtLfResizeStall, AThreadSuspendedWithAFrozenHeadHoldsNobody) {
   ASSERT_GT(victim_keys, 3 * kHeads);
   for (std::uint64_t key = 1; key <= victim_keys; ++key) ASSERT_EQ(map.find(key), key) << key;
   EXPECT_EQ(map.size(), victim_keys + kOthers * per_other / 2);
+}
+
+// A ClhtLf thread suspended after its build took the migration's last count, before it
+// publishes, holds nobody either (L5): the next update that finds every head built publishes
+// the new table, and further resizes follow; the victim's own publication then fails harmlessly.
+TEST(ClhtLfResizeStall, AThreadSuspendedBeforeItPublishesHoldsNobody) {
+  using Map = ccf::BasicClhtLf<FrozenHeadHook>;
+  constexpr std::uint64_t kHeads = 64;  // one chunk: the victim's own claim builds every head
+  Map map(3 * kHeads);
+  FrozenHeadHook::arm(/*last_build=*/true);
+  std::uint64_t victim_keys = 0;
+  std::thread victim([&] {
+    FrozenHeadHook::victim.store(std::this_thread::get_id());
+    std::uint64_t key = 1;
+    for (; !map.resizing(); ++key) ASSERT_EQ(map.insert(key, key), Status::kOk);
+    ASSERT_EQ(map.insert(key, key), Status::kOk);
+    victim_keys = key;
+  });
+  ASSERT_TRUE(ccf::testing::eventually([] { return FrozenHeadHook::stalled.load(); }))
+      << "the victim never reached the hook";
+  ASSERT_EQ(map.resizes(), 0u);
+  ASSERT_TRUE(map.resizing());
+
+  EXPECT_EQ(others_work(map, 4, 3 * kHeads), 0u);
+  EXPECT_TRUE(FrozenHeadHook::stalled.load() && !FrozenHeadHook::released.load());
+  EXPECT_GE(map.resizes(), 2u) << "the publication waited for the suspended thread";
+
+  FrozenHeadHook::released.store(true);
+  victim.join();
+  for (std::uint64_t key = 1; key <= victim_keys; ++key) ASSERT_EQ(map.find(key), key) << key;
+  EXPECT_EQ(map.size(), victim_keys + 4 * (3 * kHeads) / 2);
 }
 
 // Suspends one thread after it has claimed a segment of a migration and before it locks it.

@@ -40,15 +40,28 @@ class TableGenerations {
     return tables_.back().get();
   }
 
+  // Frees a table kept but never made reachable (a migration that lost the race to begin).
+  void drop(const Table* kept) noexcept {
+    const std::lock_guard guard(tables_lock_);
+    std::erase_if(tables_, [kept](const auto& table) { return table.get() == kept; });
+  }
+
   // Makes `kept` the current table. Release: everything written into it before is seen by
   // whoever loads it. `start`: when the resize that built it began. Never throws.
   void publish(Table* kept, std::chrono::steady_clock::time_point start) noexcept {
     current_.store(kept, std::memory_order_release);
-    resizes_.fetch_add(1, std::memory_order_relaxed);
-    resize_ns_.fetch_add(
-        static_cast<std::uint64_t>(
-            std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count()),
-        std::memory_order_relaxed);
+    count(start);
+  }
+  // The same if `expected` is still the current table (for a map any of whose threads may
+  // publish); false, changing nothing, if it is not.
+  bool publish_if(Table* expected, Table* kept,
+                  std::chrono::steady_clock::time_point start) noexcept {
+    if (!current_.compare_exchange_strong(expected, kept, std::memory_order_release,
+                                          std::memory_order_relaxed)) {
+      return false;
+    }
+    count(start);
+    return true;
   }
 
   std::uint64_t resizes() const noexcept { return resizes_.load(std::memory_order_relaxed); }
@@ -64,8 +77,16 @@ class TableGenerations {
   }
 
  private:
+  void count(std::chrono::steady_clock::time_point start) noexcept {
+    resizes_.fetch_add(1, std::memory_order_relaxed);
+    resize_ns_.fetch_add(
+        static_cast<std::uint64_t>(
+            std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count()),
+        std::memory_order_relaxed);
+  }
+
   std::atomic<Table*> current_;
-  mutable std::mutex tables_lock_;  // keep() against memory_bytes()
+  mutable std::mutex tables_lock_;  // keep() and drop() against memory_bytes()
   std::vector<std::unique_ptr<Table>> tables_;
   std::atomic<std::uint64_t> resizes_{0};
   std::atomic<std::uint64_t> resize_ns_{0};

@@ -46,13 +46,16 @@
 // table in one thread while updates wait for it; here the updates that meet the resize do it,
 // and nobody waits for anybody (as growt's and Java's ConcurrentHashMap's migrations, but
 // without their per-bucket locks):
-//   L1  Begin. The inserting thread that crosses the threshold, if it gets resize_lock_ (a
-//       try-lock: others go on), allocates the table twice as large, every head unbuilt, and
-//       the per-chunk counters, then stores the old table's `migration` pointer (release;
-//       loaded with acquire). Only the current table begins one, and only once: a table becomes
-//       current when every head of it is built (L5), so at most two tables take updates.
-//   L2  One head. Old head i is frozen (a CAS clearing live and setting frozen: its valid pairs
-//       are fixed from then on), then each of new heads 2i and 2i + 1 is built -- doubling with
+//   L1  Begin. The inserting thread that crosses the threshold, if it is the first to raise
+//       the table's `beginning` flag (the others go on), allocates the table twice as large,
+//       every head unbuilt, and the per-chunk counters, then installs them with a CAS of the
+//       old table's `migration` pointer (release; loaded with acquire). An insert that needs
+//       the room (its chain full, the table crowded) does not wait for the flag's holder: it
+//       allocates a table of its own and races that CAS (the loser frees its table). Only the
+//       current table begins one, and only once: a table becomes current when every head of
+//       it is built (L5), so at most two tables take updates.
+//   L2  One head. Old head i is frozen (a CAS clearing live: its valid pairs are fixed from
+//       then on), then each of new heads 2i and 2i + 1 is built -- doubling with
 //       reduce_range sends each key of head i to one of them: its pairs in the frozen chain are
 //       inserted into it by the insert protocol above, except that the publishing CAS expects
 //       an UNBUILT head (a pair already valid there is skipped), then one CAS makes it live.
@@ -76,9 +79,12 @@
 //       stands; built => the lookup goes on there. A live head's answer is CLHT's (above).
 //   L5  Publication. Each build CAS counts down its chunk's count, and the last one the chunks'
 //       count (acq_rel), so the thread that takes the last count to zero has seen every head
-//       built; it makes the new table current (TableGenerations::publish, release; current()
-//       is an acquire), and counts the resize. Publishing never throws: the new table was kept
-//       by tables_ when the migration began.
+//       built; it makes the new table current (a CAS of the current table from the old one,
+//       TableGenerations::publish_if, release; current() is an acquire), counts the resize and
+//       retires the old table (L6). Should it be suspended before that CAS, any update that
+//       finds the count at zero (acquire: it has seen every build too) makes the same CAS;
+//       one succeeds. Publishing never throws: the new table was kept by tables_ when the
+//       migration began.
 //   L6  Memory. Then it hands the old table's heads and pool back to the system (madvise
 //       MADV_DONTNEED: the range stays and reads as zeros), keeping the small Table object for
 //       successor(), as BasicClht does (basic_clht.hpp, M6, which says why lookups announce
@@ -87,32 +93,38 @@
 //       whose heads are all built. A scan that reads zeros ends early (a zero `next`) or skips
 //       them (a zero key is no key), and its answer is thrown away -- a live snapshot's check
 //       reads 0 (changed), a frozen one's sends it on (the successor's head is built) -- by the
-//       ordering argument of M6; a copier that reads a zero key stops (the head is built). And
-//       no late CAS of a snapshot can succeed on a zero page: every one expects a value it read
-//       live (kLive) or unbuilt (kUnbuilt: the mark is why unbuilt is not 0). Late reservations
-//       and links write the pages back (memory that memory_bytes() does not count), never an
-//       answer. Heads under 64 KiB come from the heap and are kept whole.
+//       ordering argument of M6; a copier that reads a zero key (an acquire load, so that its
+//       next look at the new head comes after it) stops: the head is built. And no late CAS of
+//       a snapshot can succeed on a zero page: every one expects a value it read live (kLive)
+//       or unbuilt (kUnbuilt: the mark is why unbuilt is not 0). Late reservations, links,
+//       pool buckets, releases and erases' key clears -- and, on x86, a failed CAS -- write
+//       the pages back (memory that memory_bytes() does not count, a huge page for one write),
+//       never an answer. Heads under 64 KiB come from the heap and are kept whole.
 //   A copy reserves a slot before it publishes, so copiers racing on one new chain may each
-//   hold a reservation for a moment; only a new chain that needs more than 24 - (copiers)
-//   slots -- 22 or more pairs under one new head, a degenerate hash -- can find no free slot,
-//   and its copier then waits for the others' reservations to be published or released. When
-//   the pool is used up, a copy takes a heap bucket (kept in a list, freed with the table), so
-//   a migration never stops for room.
+//   hold a reservation for a moment; only a new chain of 26 - c pairs or more, with c copiers
+//   racing on it (24 pairs for two: a degenerate hash), can find no free slot, and its copier
+//   then waits for the others' reservations to be published or released. When the pool is used
+//   up, a copy takes a heap bucket (kept in a list, freed with the table) rather than stop; a
+//   std::bad_alloc there, or from allocating a new table, leaves the update that was helping
+//   unapplied and the migration under way.
 //
 // Progress: lookups are lock-free -- they retry only when an update of their chain completed --
 // and visit each table at most once per try; updates are lock-free -- they retry only when
-// another update's or a migration's CAS on their chain succeeded, and a migration's work is
-// done by whoever meets it (L3) -- except the degenerate copy above.
+// another update's or a migration's CAS on their chain succeeded, and a migration's work, its
+// publication included, is done by whoever meets it (L3, L5) -- except the degenerate copy
+// above.
 //
 // Versions have 38 bits: a stale snapshot could only pass for a current one after exactly a
 // multiple of 2^38 (2.7 * 10^11) changes of one chain while one operation is stalled between
 // its two reads -- hours of a single chain changing at the fastest rate one cache line allows.
 //
 // Memory ordering: the snapshot's CAS that publishes a slot is release, and its loads are
-// acquire: a find that sees the valid bit sees the key and value written before it. Key and
-// value loads are acquire so that the snapshot's second load stays after them. Overflow
-// buckets are linked with release (their first pair written before) and followed with acquire.
-// L1 and L5 give the migration's.
+// acquire: a find that sees the valid bit sees the key and value written before it. A find's
+// key and value loads are acquire so that the snapshot's second load stays after them (a
+// copy's value load is relaxed: a wrong value could only be published into a head that is
+// still unbuilt, by a CAS after it, and by then the pair is fixed). Overflow buckets are linked
+// with release (their first pair written before) and followed with acquire. L1, L5 and L6 give
+// the migration's.
 #pragma once
 
 #include <algorithm>
@@ -121,7 +133,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <optional>
 #include <type_traits>
@@ -140,7 +151,9 @@
 namespace ccf {
 
 // Hook: detail::NoMigrationHook, or a test's: `static void on_frozen(std::uint64_t i)` is called
-// by a thread that froze old head i in its claim, before it builds the new heads (L2).
+// by a thread that froze old head i in its claim, before it builds the new heads (L2);
+// `static void on_last_build()` by the thread whose build took the last count, before it
+// publishes (L5).
 template <class Hook = detail::NoMigrationHook>
 class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std::uint64_t> {
  public:
@@ -183,7 +196,7 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
   // degenerate hash (see the header; nothing changed).
 
   // kOk, or kNotFound. May throw std::bad_alloc from its share of a migration, having changed
-  // nothing.
+  // nothing (insert and insert_or_assign likewise).
   Status erase(std::uint64_t key) {
     check(key);
     const std::uint64_t h = detail::ClhtSizing::hash(key);
@@ -219,8 +232,8 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
       Migration* m = table->migration.load(std::memory_order_acquire);
       if (m == nullptr) {
         if (2 * table->buckets > detail::ClhtSizing::kMaxBuckets) return;  // chains grow instead
-        begin_migration(*table);  // false: another thread is beginning it
-      } else if (!migrate_chunk(*table, *m)) {
+        begin_migration(*table, /*need=*/true);
+      } else if (!help(*table, *m)) {
         sync::cpu_relax();  // the chunk claimed was done
       }
     }
@@ -334,10 +347,11 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
     detail::BucketPool<Bucket> pool;
     std::atomic<HeapBucket*> heap{nullptr};
     std::atomic<std::uint64_t> heap_buckets{0};
-    // Set once, under resize_lock_, when a migration of this table begins (release: L1).
+    // Set once, by a CAS, when a migration of this table begins (release: L1).
     std::atomic<Migration*> migration{nullptr};
-    std::unique_ptr<Migration> owned_migration;
-    std::atomic<bool> retired{false};  // its pages handed back (L6)
+    std::unique_ptr<Migration> owned_migration;  // set by the thread whose CAS installed it
+    std::atomic<bool> beginning{false};          // a thread is allocating a migration (L1)
+    std::atomic<bool> retired{false};            // its pages handed back (L6)
   };
 
   static void check(std::uint64_t key) { detail::ClhtSizing::check(key, "ClhtLf"); }
@@ -432,7 +446,7 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
         items_.add(1);
         if (chained && size() > detail::ClhtSizing::kItemsPerBucket * table->buckets) {
           try {
-            begin_migration(*table);
+            begin_migration(*table, /*need=*/false);
           } catch (const std::bad_alloc&) {
             // The item is stored; the next insert that chains a bucket tries again.
           }
@@ -496,35 +510,55 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
   bool grow(Table& table) {
     if (tables_.current() == &table && table.migration.load(std::memory_order_acquire) == nullptr) {
       if (2 * table.buckets > detail::ClhtSizing::kMaxBuckets) return false;
-      begin_migration(table);  // false: another thread is beginning it, or it began
+      begin_migration(table, /*need=*/true);
     }
     help();
     return true;
   }
 
-  // An update's share of a migration under way (L3): one chunk.
+  // An update's share of a migration under way (L3).
   void help() {
     Table& table = *tables_.current();
-    if (Migration* m = table.migration.load(std::memory_order_acquire)) migrate_chunk(table, *m);
+    if (Migration* m = table.migration.load(std::memory_order_acquire)) help(table, *m);
+  }
+  // One chunk, or the publication once every head is built (L5). False if there was nothing to
+  // do.
+  bool help(Table& from, Migration& m) {
+    // Acquire: a count at zero was taken there by the last build, which saw every build before.
+    if (m.chunks_left.load(std::memory_order_acquire) == 0) {
+      finish(from, m);
+      return true;
+    }
+    return migrate_chunk(from, m);
   }
 
-  // (L1) Begins doubling `from` if it is current, its doubling has not begun, and no other
-  // thread is beginning one (a try-lock: the others go on). A std::bad_alloc (the new table, the
-  // counters) begins nothing.
-  bool begin_migration(Table& from) {
-    const std::unique_lock guard(resize_lock_, std::try_to_lock);
-    if (!guard.owns_lock() || tables_.current() != &from ||
-        from.migration.load(std::memory_order_relaxed) != nullptr ||
+  // (L1) Begins doubling `from` if it is current and its doubling has not begun. Without `need`,
+  // not if another thread is beginning it (it goes on); with it (an insert that has no room
+  // otherwise), alongside that thread: one CAS installs a migration, the other's table is freed.
+  // A std::bad_alloc (the new table, the counters) begins nothing.
+  void begin_migration(Table& from, bool need) {
+    if (tables_.current() != &from || from.migration.load(std::memory_order_acquire) != nullptr ||
         2 * from.buckets > detail::ClhtSizing::kMaxBuckets) {
-      return false;
+      return;
     }
-    auto to = std::make_unique<Table>(2 * from.buckets, kUnbuilt);
-    auto migration = std::make_unique<Migration>(to.get(), from.buckets);
-    tables_.keep(std::move(to));
-    from.owned_migration = std::move(migration);
-    // Release: whoever loads the migration sees its table and counters initialised.
-    from.migration.store(from.owned_migration.get(), std::memory_order_release);
-    return true;
+    const bool first = !from.beginning.exchange(true, std::memory_order_relaxed);
+    if (!first && !need) return;
+    try {
+      auto to = std::make_unique<Table>(2 * from.buckets, kUnbuilt);
+      auto migration = std::make_unique<Migration>(to.get(), from.buckets);
+      Table* kept = tables_.keep(std::move(to));
+      Migration* expected = nullptr;
+      // Release: whoever loads the migration sees its table and counters initialised.
+      if (!from.migration.compare_exchange_strong(
+              expected, migration.get(), std::memory_order_release, std::memory_order_relaxed)) {
+        tables_.drop(kept);  // another thread's began: ours was never reachable
+        return;
+      }
+      from.owned_migration = std::move(migration);
+    } catch (...) {
+      if (first) from.beginning.store(false, std::memory_order_relaxed);  // a later insert tries
+      throw;
+    }
   }
 
   // Claims one chunk of `from`'s heads (L3): freezes each and builds its two new heads. False if
@@ -564,8 +598,9 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
       if (bucket == nullptr) return;  // a retired table read as zeros: j is built (L6)
       for (unsigned lane = 0; lane < kSlots; ++lane) {
         if ((valid >> lane & 1) == 0) continue;
-        // Relaxed: the frozen snapshot's acquire load (or CAS) ordered the pair before.
-        const std::uint64_t key = bucket->key[lane].load(std::memory_order_relaxed);
+        // Acquire: the frozen snapshot's acquire load (or CAS) ordered the pair before it, and a
+        // zero read here orders the new head's next look after the retirement (L6).
+        const std::uint64_t key = bucket->key[lane].load(std::memory_order_acquire);
         if (key == 0) return;  // likewise
         if (to.index(detail::ClhtSizing::hash(key)) != j) continue;
         if (!copy(to, target, key, bucket->value[lane].load(std::memory_order_relaxed))) return;
@@ -581,8 +616,8 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
         const std::uint64_t c = i / kChunk;
         if (m.left[c].fetch_sub(1, std::memory_order_acq_rel) == 1 &&
             m.chunks_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-          tables_.publish(&to, m.start);
-          retire(from);
+          if constexpr (requires { Hook::on_last_build(); }) Hook::on_last_build();
+          finish(from, m);
         }
         return;
       }
@@ -610,6 +645,11 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
     }
   }
 
+  // (L5) Makes the migration's table current, if `from` still is, and retires `from`.
+  void finish(Table& from, Migration& m) noexcept {
+    if (tables_.publish_if(&from, m.to, m.start)) retire(from);
+  }
+
   // (L6) Hands an old table's heads and pool back once its successor is published. Heads under
   // 64 KiB come from the heap (detail/page_buffer.hpp) and are kept.
   static void retire(Table& old) noexcept {
@@ -619,7 +659,6 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
   }
 
   detail::TableGenerations<Table> tables_;
-  std::mutex resize_lock_;  // one migration begins at a time
   detail::ShardedCounter items_;
 };
 
