@@ -684,13 +684,25 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   Status put(const Key& key, const Value& value, bool assign) {
     const std::uint64_t h = hash(key);
     if (!assign && present(key, h)) return Status::kExists;  // read-only failure, as erase's
+    // Counted before it is stored and taken back unless it is: size() never lags an item a
+    // table holds, so make_room's test for a degenerate hash (under half full) cannot see a
+    // small table full of other threads' items not yet counted as nearly empty and refuse.
+    items_.add(1);
+    Status status;
+    try {
+      status = put_counted(h, key, value, assign);
+    } catch (...) {
+      items_.add(-1);
+      throw;
+    }
+    if (status != Status::kOk) items_.add(-1);
+    return status;
+  }
+  Status put_counted(std::uint64_t h, const Key& key, const Value& value, bool assign) {
     for (;;) {
       Table* table = table_for_update(h);
       if (table == nullptr) return update_stuck(h, key, &value, assign);
-      if (const auto status = put_in(*table, h, key, value, assign)) {
-        if (*status == Status::kOk) items_.add(1);
-        return *status;
-      }
+      if (const auto status = put_in(*table, h, key, value, assign)) return *status;
     }
   }
 
@@ -929,7 +941,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
     // The new table never migrates (it is not current): put_in and erase_in answer.
     const Status status =
         value == nullptr ? *erase_in(*m.to, h, key) : *put_in(*m.to, h, key, *value, assign);
-    if (status == Status::kOk) items_.add(value == nullptr ? -1 : 1);
+    if (status == Status::kOk && value == nullptr) items_.add(-1);  // put counts its own
     return status;
   }
 

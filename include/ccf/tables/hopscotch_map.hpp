@@ -307,6 +307,21 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
   Status put(std::uint64_t key, std::uint64_t value, bool assign) {
     check(key);
     const std::uint64_t h = detail::ClhtSizing::hash(key);
+    // Counted before it is stored and taken back unless it is: size() never lags an item a
+    // table holds, so make_room's test for a degenerate hash (under half full) cannot see a
+    // small table full of other threads' items not yet counted as nearly empty and refuse.
+    items_.add(1);
+    Status status;
+    try {
+      status = put_counted(h, key, value, assign);
+    } catch (...) {
+      items_.add(-1);
+      throw;
+    }
+    if (status != Status::kOk) items_.add(-1);
+    return status;
+  }
+  Status put_counted(std::uint64_t h, std::uint64_t key, std::uint64_t value, bool assign) {
     Table* table = tables_.current();
     help(*table);
     for (;;) {
@@ -317,10 +332,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
         const sync::SeqStripes::Guard guard(table->stripes, segment, segment + 1);
         if (!table->moved(segment)) status = place(*table, home, key, value, assign);
       }
-      if (status) {
-        if (*status == Status::kOk) items_.add(1);
-        return *status;
-      }
+      if (status) return *status;
       if (!table->moved(segment) && !make_room(*table, segment)) return Status::kFull;
       if (table->moved(segment)) table = table->successor();  // (R3)
     }
