@@ -173,23 +173,17 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
   std::optional<std::uint64_t> find(std::uint64_t key) const {
     check(key);
     const std::uint64_t h = detail::ClhtSizing::hash(key);
-    const Table* table = tables_.current();
+    const Table& table = *tables_.current();
+    const Bucket& head = table.head(h);
     for (;;) {
-      const Bucket& head = table->head(h);
       const std::uint64_t s = head.snapshot.load(std::memory_order_acquire);
+      if (!(s & kLive)) return find_forwarded(table, h, key);  // kept out of line: find inlines
       const std::optional<SlotRef> slot = find_valid(head, s, key);
       const std::uint64_t value =
           slot ? slot->bucket->value[slot->lane].load(std::memory_order_acquire) : 0;
-      if (s & kLive) {
-        if (head.snapshot.load(std::memory_order_acquire) != s) continue;
-      } else {  // frozen, or retired (L6); a lookup never meets an unbuilt head (L4)
-        const Table* next = table->successor();
-        if (!unbuilt(next->head(h).snapshot.load(std::memory_order_acquire))) {
-          table = next;
-          continue;
-        }
+      if (head.snapshot.load(std::memory_order_acquire) == s) {
+        return slot ? std::optional<std::uint64_t>(value) : std::nullopt;
       }
-      return slot ? std::optional<std::uint64_t>(value) : std::nullopt;
     }
   }
   // contains, insert and insert_or_assign: detail::MapApi over find and put; kFull only for a
@@ -380,6 +374,29 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
       bucket = bucket->next.load(std::memory_order_acquire);
     }
     return std::nullopt;
+  }
+
+  // find from a head of `table` that is frozen (or retired, L6): L4, table after table.
+  [[gnu::noinline]] static std::optional<std::uint64_t> find_forwarded(const Table& from,
+                                                                       std::uint64_t h,
+                                                                       std::uint64_t key) {
+    for (const Table* table = &from;;) {
+      const Bucket& head = table->head(h);
+      const std::uint64_t s = head.snapshot.load(std::memory_order_acquire);
+      const std::optional<SlotRef> slot = find_valid(head, s, key);
+      const std::uint64_t value =
+          slot ? slot->bucket->value[slot->lane].load(std::memory_order_acquire) : 0;
+      if (s & kLive) {
+        if (head.snapshot.load(std::memory_order_acquire) != s) continue;
+      } else {  // a lookup never meets an unbuilt head (L4)
+        const Table* next = table->successor();
+        if (!unbuilt(next->head(h).snapshot.load(std::memory_order_acquire))) {
+          table = next;
+          continue;
+        }
+      }
+      return slot ? std::optional<std::uint64_t>(value) : std::nullopt;
+    }
   }
 
   // Reserves a free slot of the chain for (key, value): its key CAS'd 0 -> key and its value
