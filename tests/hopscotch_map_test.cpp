@@ -55,7 +55,7 @@ TYPED_TEST(Hopscotch, OneHomeHoldsItsNeighbourhoodThenRefusesWithoutGrowing) {
 TYPED_TEST(Hopscotch, NearlyFullChurnHopsItemsWithoutLosingAny) {
   constexpr unsigned kWriters = 4, kReaders = 4;
   constexpr std::uint64_t kHomes = 1024;
-  TypeParam map(kHomes * 4 / 5);  // sized at load 0.8: kHomes home buckets
+  TypeParam map(kHomes * 3 / 4);  // sized at load 0.75: kHomes home buckets
   const std::uint64_t stable = kHomes * 3 / 4, per_writer = kHomes / 5 / kWriters;
   for (std::uint64_t i = 1; i <= stable; ++i) ASSERT_EQ(map.insert(i, i), Status::kOk);
   const std::uint64_t rounds = ccf::testing::scaled<std::uint64_t>(100'000, 10);
@@ -115,7 +115,7 @@ std::vector<std::uint64_t> keys_with_homes(std::uint64_t homes, std::uint64_t fr
 // (Races here are rare events; the next test pins one down deterministically.)
 TYPED_TEST(Hopscotch, ChurnAcrossASegmentBoundaryLosesNothing) {
   constexpr unsigned kWriters = 4, kReaders = 4;
-  TypeParam map(1024 * 4 / 5);  // about 1024 home buckets: four segments
+  TypeParam map(1024 * 3 / 4);  // about 1024 home buckets: four segments
   const std::uint64_t homes = map.bucket_count();
   ASSERT_GE(homes, 1000u);
   constexpr std::uint64_t kBoundary = 512, kWidth = 48;
@@ -190,7 +190,7 @@ struct PausingHook {
 TYPED_TEST(Hopscotch, AnInsertHoldsTheNextSegmentOfTheItemsItMoves) {
   constexpr std::uint64_t kH = TypeParam::kNeighbourhood;
   using Map = ccf::HopscotchMap<kH, PausingHook>;
-  Map map(1024 * 4 / 5);
+  Map map(1024 * 3 / 4);
   const std::uint64_t homes = map.bucket_count();
   const std::vector<std::uint64_t> at_500 = keys_with_homes(homes, 500, 501, 13, 1);
   std::vector<std::uint64_t> keys(at_500.begin(), at_500.end() - 1);

@@ -500,7 +500,7 @@ struct StallingHook {
 // segment moved, in a table whose buckets are gone (R6), and its own insert completes.
 TEST(HopscotchResizeStall, AThreadSuspendedInItsClaimHoldsNobody) {
   using Map = ccf::HopscotchMap<32, StallingHook>;
-  Map map(32 * Map::kSegment * 4 / 5);  // 32 segments, 192 KiB: off the heap, so retired
+  Map map(32 * Map::kSegment * 3 / 4);  // 32 segments, 192 KiB: off the heap, so retired
   const std::size_t homes = map.bucket_count();
   StallingHook::stalled.store(false);  // the hook's state is static: a repeated run starts over
   StallingHook::released.store(false);
