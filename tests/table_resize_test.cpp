@@ -365,6 +365,22 @@ TEST(ClhtResizeStall, AThreadSuspendedMidChunkHoldsNobody) {
   EXPECT_EQ(table.size(), victim_keys + kOthers * per_other / 2);
 }
 
+// Starts the victim of a stall test: it inserts keys 1, 2, ... until one begins a migration,
+// then one more, whose help() claims a share of it and stalls in the Hook; `keys` is then the
+// last key it inserted. Returns once it has stalled (or did not within the test's patience).
+template <class Hook, class Map>
+std::jthread start_victim(Map& map, std::uint64_t& keys) {
+  std::jthread victim([&map, &keys] {
+    Hook::victim.store(std::this_thread::get_id());
+    std::uint64_t key = 1;
+    for (; !map.resizing(); ++key) ASSERT_EQ(map.insert(key, key), Status::kOk);
+    ASSERT_EQ(map.insert(key, key), Status::kOk);
+    keys = key;
+  });
+  static_cast<void>(ccf::testing::eventually([] { return Hook::stalled.load(); }));
+  return victim;
+}
+
 // Suspends one ClhtLf thread (the victim) once: right after it froze a head of its claim (L2) --
 // the head's keys are then in a frozen chain whose new heads nobody has built -- or, with
 // `at_last_build`, once its build took a migration's last count, before it publishes (L5).
@@ -405,16 +421,8 @@ TEST(ClhtLfResizeStall, AThreadSuspendedWithAFrozenHeadHoldsNobody) {
   ASSERT_EQ(map.bucket_count(), kHeads);
   FrozenHeadHook::arm(/*last_build=*/false);
   std::uint64_t victim_keys = 0;  // keys 1..victim_keys, once the victim is done
-  std::thread victim([&] {
-    FrozenHeadHook::victim.store(std::this_thread::get_id());
-    // Inserts until one begins a migration, then one more, whose help() claims a chunk.
-    std::uint64_t key = 1;
-    for (; !map.resizing(); ++key) ASSERT_EQ(map.insert(key, key), Status::kOk);
-    ASSERT_EQ(map.insert(key, key), Status::kOk);
-    victim_keys = key;
-  });
-  ASSERT_TRUE(ccf::testing::eventually([] { return FrozenHeadHook::stalled.load(); }))
-      << "the victim never reached the hook";
+  std::jthread victim = start_victim<FrozenHeadHook>(map, victim_keys);
+  ASSERT_TRUE(FrozenHeadHook::stalled.load()) << "the victim never reached the hook";
   ASSERT_TRUE(map.resizing());
   ASSERT_EQ(map.resizes(), 0u);
 
@@ -456,16 +464,9 @@ TEST(ClhtLfResizeStall, AThreadSuspendedBeforeItPublishesHoldsNobody) {
   constexpr std::uint64_t kHeads = 64;  // one chunk: the victim's own claim builds every head
   Map map(3 * kHeads);
   FrozenHeadHook::arm(/*last_build=*/true);
-  std::uint64_t victim_keys = 0;
-  std::thread victim([&] {
-    FrozenHeadHook::victim.store(std::this_thread::get_id());
-    std::uint64_t key = 1;
-    for (; !map.resizing(); ++key) ASSERT_EQ(map.insert(key, key), Status::kOk);
-    ASSERT_EQ(map.insert(key, key), Status::kOk);
-    victim_keys = key;
-  });
-  ASSERT_TRUE(ccf::testing::eventually([] { return FrozenHeadHook::stalled.load(); }))
-      << "the victim never reached the hook";
+  std::uint64_t victim_keys = 0;  // keys 1..victim_keys, once the victim is done
+  std::jthread victim = start_victim<FrozenHeadHook>(map, victim_keys);
+  ASSERT_TRUE(FrozenHeadHook::stalled.load()) << "the victim never reached the hook";
   ASSERT_EQ(map.resizes(), 0u);
   ASSERT_TRUE(map.resizing());
 
@@ -505,16 +506,8 @@ TEST(HopscotchResizeStall, AThreadSuspendedInItsClaimHoldsNobody) {
   StallingHook::stalled.store(false);  // the hook's state is static: a repeated run starts over
   StallingHook::released.store(false);
   std::uint64_t victim_keys = 0;  // keys 1..victim_keys, once the victim is done
-  std::thread victim([&] {
-    StallingHook::victim.store(std::this_thread::get_id());
-    // Inserts until one begins a migration, then one more, whose help() claims a segment.
-    std::uint64_t key = 1;
-    for (; !map.resizing(); ++key) ASSERT_EQ(map.insert(key, key), Status::kOk);
-    ASSERT_EQ(map.insert(key, key), Status::kOk);
-    victim_keys = key;
-  });
-  ASSERT_TRUE(ccf::testing::eventually([] { return StallingHook::stalled.load(); }))
-      << "the victim never reached the hook";
+  std::jthread victim = start_victim<StallingHook>(map, victim_keys);
+  ASSERT_TRUE(StallingHook::stalled.load()) << "the victim never reached the hook";
   ASSERT_TRUE(map.resizing());
   ASSERT_EQ(map.resizes(), 0u);
 

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "ccf/status.hpp"
 #include "ccf/sync/spin_wait.hpp"
 
 namespace ccf::detail {
@@ -94,5 +95,24 @@ class ShardedCounter {
  private:
   std::array<sync::CacheLinePadded<std::atomic<std::int64_t>>, CounterSlots::kSlots> slots_{};
 };
+
+// An insert counted before it stores its item: `items` gains 1 before insert() runs and loses
+// it again unless insert() returns kOk (or throws). A thread that sees the item then never reads
+// a count without it. The resizing maps' test for a degenerate hash -- an insert refused in a
+// table under half full (tables/cuckoo_map.hpp, tables/hopscotch_map.hpp) -- reads the count:
+// one that lagged let a small table full of other threads' items pass for nearly empty.
+template <class Insert>
+Status count_ahead(ShardedCounter& items, Insert&& insert) {
+  items.add(1);
+  Status status;
+  try {
+    status = insert();
+  } catch (...) {
+    items.add(-1);
+    throw;
+  }
+  if (status != Status::kOk) items.add(-1);
+  return status;
+}
 
 }  // namespace ccf::detail

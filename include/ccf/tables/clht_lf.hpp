@@ -440,7 +440,9 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
   }
 
   Status put(std::uint64_t key, std::uint64_t value, bool assign) {
-    check(key);
+    // A failed insert writes nothing (ASCY 3): a key find sees present is refused at that
+    // moment, without reserving a slot (a write to the chain's line) and releasing it.
+    if (!assign && find(key)) return Status::kExists;
     const std::uint64_t h = detail::ClhtSizing::hash(key);
     help();
     for (;;) {
