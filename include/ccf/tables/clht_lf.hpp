@@ -178,12 +178,8 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
     for (;;) {
       const std::uint64_t s = head.snapshot.load(std::memory_order_acquire);
       if (!(s & kLive)) return find_forwarded(table, h, key);  // kept out of line: find inlines
-      const std::optional<SlotRef> slot = find_valid(head, s, key);
-      const std::uint64_t value =
-          slot ? slot->bucket->value[slot->lane].load(std::memory_order_acquire) : 0;
-      if (head.snapshot.load(std::memory_order_acquire) == s) {
-        return slot ? std::optional<std::uint64_t>(value) : std::nullopt;
-      }
+      const std::optional<std::uint64_t> value = value_under(head, s, key);
+      if (head.snapshot.load(std::memory_order_acquire) == s) return value;
     }
   }
   // contains, insert and insert_or_assign: detail::MapApi over find and put; kFull only for a
@@ -376,6 +372,14 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
     return std::nullopt;
   }
 
+  // The key's value among the slots valid in snapshot s (acquire: before s is read again).
+  static std::optional<std::uint64_t> value_under(const Bucket& head, std::uint64_t s,
+                                                  std::uint64_t key) {
+    const std::optional<SlotRef> slot = find_valid(head, s, key);
+    if (!slot) return std::nullopt;
+    return slot->bucket->value[slot->lane].load(std::memory_order_acquire);
+  }
+
   // find from a head of `table` that is frozen (or retired, L6): L4, table after table.
   [[gnu::noinline]] static std::optional<std::uint64_t> find_forwarded(const Table& from,
                                                                        std::uint64_t h,
@@ -383,9 +387,7 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
     for (const Table* table = &from;;) {
       const Bucket& head = table->head(h);
       const std::uint64_t s = head.snapshot.load(std::memory_order_acquire);
-      const std::optional<SlotRef> slot = find_valid(head, s, key);
-      const std::uint64_t value =
-          slot ? slot->bucket->value[slot->lane].load(std::memory_order_acquire) : 0;
+      const std::optional<std::uint64_t> value = value_under(head, s, key);
       if (s & kLive) {
         if (head.snapshot.load(std::memory_order_acquire) != s) continue;
       } else {  // a lookup never meets an unbuilt head (L4)
@@ -395,7 +397,7 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
           continue;
         }
       }
-      return slot ? std::optional<std::uint64_t>(value) : std::nullopt;
+      return value;
     }
   }
 
