@@ -612,6 +612,7 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
       // One section for the run of heads (GlobalElided: one acquisition of its lock).
       writers_.migrating([&] {
         for (; i < last; ++i) {
+          detail::ClhtSizing::prefetch_chain_ahead(from.heads, i, last);
           const clht::Migrate done = writers_.migrate(
               from.at(i), [&](const Bucket& head) { return copy(head, i, *m.to, spares); });
           if (done == clht::Migrate::kNeedsMemory) {

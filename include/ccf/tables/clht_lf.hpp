@@ -590,6 +590,7 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
     if (m.left[c].load(std::memory_order_acquire) == 0) return false;
     const std::uint64_t last = std::min(from.buckets, (c + 1) * kChunk);
     for (std::uint64_t i = c * kChunk; i < last; ++i) {
+      detail::ClhtSizing::prefetch_chain_ahead(from.heads, i, last);
       const std::uint64_t s = freeze(from.heads[i]);
       if constexpr (requires { Hook::on_frozen(i); }) Hook::on_frozen(i);
       build(from, i, s, 2 * i);
