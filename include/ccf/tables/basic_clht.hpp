@@ -343,19 +343,16 @@ class BasicClht : public detail::MapApi<BasicClht<Writers>, std::uint64_t, std::
   // A doubling of one table under way (M1-M5): the table it fills and how far it is.
   struct Migration {
     explicit Migration(std::uint64_t buckets)
-        : chunks((buckets + kChunk - 1) / kChunk),
-          left(new std::atomic<std::uint32_t>[chunks]),
-          chunks_left(chunks) {
+        : chunks((buckets + kChunk - 1) / kChunk), left(chunks), chunks_left(chunks) {
       for (std::uint64_t c = 0; c < chunks; ++c) {
-        left[c].store(static_cast<std::uint32_t>(std::min(kChunk, buckets - c * kChunk)),
-                      std::memory_order_relaxed);
+        left[c].store(std::min(kChunk, buckets - c * kChunk), std::memory_order_relaxed);
       }
     }
     Table* to = nullptr;  // held by tables_
     std::chrono::steady_clock::time_point start;
     std::uint64_t chunks;
-    std::unique_ptr<std::atomic<std::uint32_t>[]> left;  // per chunk: heads not yet migrated
-    alignas(64) std::atomic<std::uint64_t> claims{0};    // chunk c is claim c mod chunks (M3)
+    detail::ChunkCounts left;                          // per chunk: heads not yet migrated
+    alignas(64) std::atomic<std::uint64_t> claims{0};  // chunk c is claim c mod chunks (M3)
     alignas(64) std::atomic<std::uint64_t> chunks_left;
   };
 

@@ -269,7 +269,7 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
     Migration(Table* target, std::uint64_t old_buckets)
         : to(target),
           chunks((old_buckets + kChunk - 1) / kChunk),
-          left(std::make_unique<std::atomic<std::uint64_t>[]>(chunks)),
+          left(chunks),
           chunks_left(chunks) {
       for (std::uint64_t c = 0; c < chunks; ++c) {
         left[c].store(2 * (std::min(old_buckets, (c + 1) * kChunk) - c * kChunk),
@@ -279,8 +279,8 @@ class BasicClhtLf : public detail::MapApi<BasicClhtLf<Hook>, std::uint64_t, std:
     Table* const to;  // held by tables_
     const std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
     const std::uint64_t chunks;
-    const std::unique_ptr<std::atomic<std::uint64_t>[]> left;  // per chunk: new heads unbuilt
-    alignas(64) std::atomic<std::uint64_t> claims{0};          // chunk c is claim c mod chunks
+    detail::ChunkCounts left;                          // per chunk: new heads unbuilt
+    alignas(64) std::atomic<std::uint64_t> claims{0};  // chunk c is claim c mod chunks
     alignas(64) std::atomic<std::uint64_t> chunks_left;
   };
 
