@@ -144,7 +144,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
   // Room for `capacity` items at the sizing load without a resize. Throws std::invalid_argument
   // beyond the 2^40-bucket table limit; reserve() likewise, changing nothing.
   explicit HopscotchMap(std::size_t capacity = 1024)
-      : tables_(std::make_unique<Table>(homes_for(capacity))) {}
+      : tables_(std::make_unique<Table>(homes_for(capacity), Table::kWritten)) {}
   HopscotchMap(const HopscotchMap&) = delete;
   HopscotchMap& operator=(const HopscotchMap&) = delete;
 
@@ -238,17 +238,14 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
   using Migration = detail::TableMigration<Table>;  // its chunks: segments (R1-R5)
 
   struct Table {
-    explicit Table(std::uint64_t count)
+    // The map's first table has its pages written now; a migration's, by those who fill it.
+    enum Pages { kWritten, kOnFirstUse };
+    Table(std::uint64_t count, Pages pages)
         : homes(count),
           stripes(stripes_for(count)),
           storage((count + 2 * kSegment) * sizeof(Bucket)),
-          buckets(construct(storage, count + 2 * kSegment)) {}
-
-    static Bucket* construct(detail::PageBuffer& storage, std::uint64_t count) {
-      auto* first = reinterpret_cast<Bucket*>(storage.data());
-      for (std::uint64_t i = 0; i < count; ++i) new (first + i) Bucket;
-      return std::launder(first);
-    }
+          buckets(
+              detail::zeroed_buckets<Bucket>(storage, count + 2 * kSegment, pages == kWritten)) {}
 
     std::uint64_t home(std::uint64_t h) const noexcept { return reduce_range(h, homes); }
     std::uint64_t segments() const noexcept { return (homes + kSegment - 1) / kSegment; }
@@ -366,7 +363,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
       return;
     }
     if (table.migration.load(std::memory_order_relaxed) != nullptr) return;
-    Table* to = tables_.keep(std::make_unique<Table>(2 * table.homes));
+    Table* to = tables_.keep(std::make_unique<Table>(2 * table.homes, Table::kOnFirstUse));
     table.owned_migration = std::make_unique<Migration>(to, table.segments());
     table.migration.store(table.owned_migration.get(), std::memory_order_release);
   }
