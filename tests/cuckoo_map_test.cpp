@@ -206,6 +206,34 @@ TEST(CuckooMap, FilledToItsCapacityWithoutResizingInLittleSpace) {
   EXPECT_GE(static_cast<double>(kItems) / static_cast<double>(map.capacity()), 0.85);
 }
 
+// Past its sizing load the map doubles at the first insert that finds both its buckets full,
+// rather than search cuckoo paths until none is left (near 0.95-0.98): filled to 0.93 of its
+// slots, it has grown, and kept every item.
+TEST(CuckooMap, DoublesPastItsSizingLoadWithoutWaitingForAFailedPath) {
+  using Map = ccf::CuckooMap<std::uint64_t, std::uint64_t>;
+  constexpr std::size_t kItems = 100'000;
+  Map map(kItems);
+  const auto slots = static_cast<double>(map.capacity());
+  ASSERT_GE(slots * Map::kSizingLoad, static_cast<double>(kItems));
+  std::mt19937_64 rng(11);
+  std::vector<std::uint64_t> keys;
+  while (static_cast<double>(keys.size()) < 0.93 * slots) {
+    const std::uint64_t key = rng();
+    ASSERT_EQ(map.insert(key, ~key), Status::kOk) << keys.size();
+    keys.push_back(key);
+    if (keys.size() == kItems) {
+      EXPECT_EQ(map.resizes(), 0u) << "grew before its sizing load";
+    }
+  }
+  EXPECT_TRUE(map.resizing() || map.resizes() == 1) << "no doubling begun at 0.93 of its slots";
+  // Completes the migration under way: 2 * kItems needs more than the first table's buckets and
+  // no more than twice as many.
+  map.reserve(2 * kItems);
+  EXPECT_EQ(static_cast<double>(map.capacity()), 2 * slots);
+  EXPECT_EQ(map.resizes(), 1u);
+  for (std::uint64_t key : keys) ASSERT_EQ(map.find(key), ~key);
+}
+
 // Random inserts and erases against a model, the map checked against it every 512 operations;
 // at the end every key is erased. Returns the most items seen displaced (in their alternate).
 template <class Hash>
