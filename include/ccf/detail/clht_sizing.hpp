@@ -1,8 +1,9 @@
 // What the two cache-line hash tables (tables/clht_lb.hpp, tables/clht_lf.hpp) share: 64-bit
 // keys with 0 reserved for an empty slot, three pairs per 64-byte bucket, mixed hashes (CLHT
 // indexes with the raw key; mixed, strided keys do not pile into one chain -- chosen keys still
-// can: fmix64 is unseeded and invertible, as the tests' colliding keys show), and sizing: a table
-// built for n items gets ceil(n / 3) head buckets.
+// can: fmix64 is unseeded and invertible, as the tests' colliding keys show), sizing: a table
+// built for n items gets ceil(n / 3) head buckets, and two pieces of their migrations (per-chunk
+// counts, the copy's chain prefetch).
 //
 // Why fmix64 and not a cheaper multiplicative (Fibonacci) hash: that one spreads a dense key
 // range evenly, so almost no head overflows (CLHT-lb 1.3-1.5x faster on chtbench's keys), but it

@@ -117,19 +117,22 @@ class PageBuffer {
   bool huge_ = false;
 };
 
+// How a table's buckets come to be (zeroed_buckets): written at once, or on first use.
+enum class BucketPages { kWritten, kOnFirstUse };
+
 // A table's buckets in `storage`, `count` objects of T (an aggregate of atomics, trivially
-// destructible, whose empty state is all zero bytes: a hash table's bucket). `written`: each is
+// destructible, whose empty state is all zero bytes: a hash table's bucket). kWritten: each is
 // constructed now, so every page is written before the table is used (a table made for a
-// capacity: its first inserts take no page faults). Otherwise the buffer's zero bytes are the
+// capacity: its first inserts take no page faults). kOnFirstUse: the buffer's zero bytes are the
 // buckets' initial values -- an aggregate is an implicit-lifetime class, so its objects need no
 // constructor call -- and each page is first written by whichever operation reaches it: a
 // migration's new table is then faulted in by the threads that fill it, not all by the thread
 // that allocates it while the others wait for the table to exist.
 template <class T>
-T* zeroed_buckets(PageBuffer& storage, std::size_t count, bool written) {
+T* zeroed_buckets(PageBuffer& storage, std::size_t count, BucketPages pages) {
   static_assert(std::is_aggregate_v<T> && std::is_trivially_destructible_v<T>);
   auto* first = reinterpret_cast<T*>(storage.data());
-  if (written) {
+  if (pages == BucketPages::kWritten) {
     for (std::size_t i = 0; i < count; ++i) new (first + i) T;
   }
   return std::launder(first);

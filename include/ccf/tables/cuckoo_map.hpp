@@ -204,7 +204,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   explicit CuckooMap(std::size_t capacity = 1024, Hash hash = {}, KeyEqual equal = {})
       : hash_(std::move(hash)),
         equal_(std::move(equal)),
-        tables_(std::make_unique<Table>(buckets_for(capacity), Table::kWritten)) {}
+        tables_(std::make_unique<Table>(buckets_for(capacity), detail::BucketPages::kWritten)) {}
   CuckooMap(const CuckooMap&) = delete;
   CuckooMap& operator=(const CuckooMap&) = delete;
 
@@ -331,13 +331,12 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   // One table: its buckets on huge pages where the system allows (detail/page_buffer.hpp).
   struct Table {
     // The map's first table has its pages written now; a migration's, by those who fill it.
-    enum Pages { kWritten, kOnFirstUse };
-    Table(std::uint64_t count, Pages pages)
+    Table(std::uint64_t count, detail::BucketPages pages)
         : buckets(count),
           addressing(count),
           stripes(stripes_for(count)),
           storage(count * sizeof(Bucket)),
-          bucket(detail::zeroed_buckets<Bucket>(storage, count, pages == kWritten)) {}
+          bucket(detail::zeroed_buckets<Bucket>(storage, count, pages)) {}
 
     detail::Location locate(std::uint64_t h) const noexcept {
       return detail::locate(addressing, h);
@@ -733,8 +732,8 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
       if (*stored) return *stored;
       // Both buckets full. Past the sizing load the current table doubles rather than search a
       // path (C1): paths grow long and their moves many near the table's limit, and every insert
-      // there would pay for one (chtbench's resize experiment: 90% full, inserts' p99 6.4 µs
-      // against 0.8 sized).
+      // there would pay for one (the first doubling begins at 0.90 of the slots instead of about
+      // 0.975: docs/benchmarks.md, "The ceiling of growth on this machine").
       if (on_no_path == OnNoPath::kResize && past_sizing_load(table)) {
         begin_migration(table);
         return std::nullopt;
@@ -853,7 +852,8 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
       return;
     }
     if (table.migrating()) return;
-    Table* to = tables_.keep(std::make_unique<Table>(2 * table.buckets, Table::kOnFirstUse));
+    Table* to =
+        tables_.keep(std::make_unique<Table>(2 * table.buckets, detail::BucketPages::kOnFirstUse));
     table.owned_migration = std::make_unique<Migration>(to, table.chunks());
     table.migration.store(table.owned_migration.get(), std::memory_order_release);
   }

@@ -144,7 +144,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
   // Room for `capacity` items at the sizing load without a resize. Throws std::invalid_argument
   // beyond the 2^40-bucket table limit; reserve() likewise, changing nothing.
   explicit HopscotchMap(std::size_t capacity = 1024)
-      : tables_(std::make_unique<Table>(homes_for(capacity), Table::kWritten)) {}
+      : tables_(std::make_unique<Table>(homes_for(capacity), detail::BucketPages::kWritten)) {}
   HopscotchMap(const HopscotchMap&) = delete;
   HopscotchMap& operator=(const HopscotchMap&) = delete;
 
@@ -239,13 +239,11 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
 
   struct Table {
     // The map's first table has its pages written now; a migration's, by those who fill it.
-    enum Pages { kWritten, kOnFirstUse };
-    Table(std::uint64_t count, Pages pages)
+    Table(std::uint64_t count, detail::BucketPages pages)
         : homes(count),
           stripes(stripes_for(count)),
           storage((count + 2 * kSegment) * sizeof(Bucket)),
-          buckets(
-              detail::zeroed_buckets<Bucket>(storage, count + 2 * kSegment, pages == kWritten)) {}
+          buckets(detail::zeroed_buckets<Bucket>(storage, count + 2 * kSegment, pages)) {}
 
     std::uint64_t home(std::uint64_t h) const noexcept { return reduce_range(h, homes); }
     std::uint64_t segments() const noexcept { return (homes + kSegment - 1) / kSegment; }
@@ -363,7 +361,8 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
       return;
     }
     if (table.migration.load(std::memory_order_relaxed) != nullptr) return;
-    Table* to = tables_.keep(std::make_unique<Table>(2 * table.homes, Table::kOnFirstUse));
+    Table* to =
+        tables_.keep(std::make_unique<Table>(2 * table.homes, detail::BucketPages::kOnFirstUse));
     table.owned_migration = std::make_unique<Migration>(to, table.segments());
     table.migration.store(table.owned_migration.get(), std::memory_order_release);
   }
