@@ -23,8 +23,8 @@
 // holding 0.9 · --double-items / T keys per thread (chtbench's resize experiment: 90% full):
 // a resize experiment of d ms cannot keep more than about 1 - t / d of its sized rate, t this
 // time, when the copy runs on the same cores as the operations. Beside it, in the same round,
-// ccf's ClhtLb and ClhtLf double a table of as many keys by reserve() from T threads: their
-// cooperative migration against the unsynchronized rehash.
+// ccf's ClhtLb, ClhtLf, CuckooMap and HopscotchMap<32> double a table of as many keys by
+// reserve() from T threads: their cooperative migration against the unsynchronized rehash.
 //
 //   growth_ceiling [--log2-items 23] [--threads 1 2] [--rounds 3] [--load 0.75]
 //                  [--double-items 4194304]
@@ -52,6 +52,8 @@
 #include "ccf/hash.hpp"
 #include "ccf/tables/clht_lb.hpp"
 #include "ccf/tables/clht_lf.hpp"
+#include "ccf/tables/cuckoo_map.hpp"
+#include "ccf/tables/hopscotch_map.hpp"
 
 namespace {
 
@@ -208,6 +210,13 @@ double ccf_doubling_ms(unsigned threads, std::size_t items) {
   return ms;
 }
 
+// The ccf tables whose doubling is timed beside the unsynchronized one.
+const std::vector<std::pair<std::string, std::function<double(unsigned, std::size_t)>>>
+    ccf_doublings = {{"clht-lb", ccf_doubling_ms<ccf::ClhtLb>},
+                     {"clht-lf", ccf_doubling_ms<ccf::ClhtLf>},
+                     {"cuckoo-map", ccf_doubling_ms<ccf::CuckooMap<std::uint64_t, std::uint64_t>>},
+                     {"hopscotch", ccf_doubling_ms<ccf::HopscotchMap<32>>}};
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
@@ -306,13 +315,12 @@ int main(int argc, char** argv) {
       const std::size_t moved = per_thread * 9 / 10 * threads;
       std::printf("%u doubling linear %u %zu_items %7.1f\n", round, threads, moved,
                   doubling_ms[{"linear", threads}].back());
-      doubling_ms[{"clht-lb", threads}].push_back(ccf_doubling_ms<ccf::ClhtLb>(threads, moved));
-      doubling_ms[{"clht-lf", threads}].push_back(ccf_doubling_ms<ccf::ClhtLf>(threads, moved));
-      std::printf(
-          "%u doubling clht-lb %u %zu_items %7.1f\n%u doubling clht-lf %u %zu_items %7.1f\n", round,
-          threads, moved, doubling_ms[{"clht-lb", threads}].back(), round, threads, moved,
-          doubling_ms[{"clht-lf", threads}].back());
-      std::fflush(stdout);
+      for (const auto& [name, doubling] : ccf_doublings) {
+        doubling_ms[{name, threads}].push_back(doubling(threads, moved));
+        std::printf("%u doubling %s %u %zu_items %7.1f\n", round, name.c_str(), threads, moved,
+                    doubling_ms[{name, threads}].back());
+        std::fflush(stdout);
+      }
     }
   }
   std::printf(
@@ -331,10 +339,13 @@ int main(int argc, char** argv) {
                   median(bytes_per_item[grown]));
     }
   }
-  for (const char* name : {"linear", "clht-lb", "clht-lf"}) {
+  std::vector<std::string> doubled{"linear"};
+  for (const auto& [name, doubling] : ccf_doublings) doubled.push_back(name);
+  for (const std::string& name : doubled) {
     for (unsigned threads : thread_counts) {
-      std::printf("doubling %-7s %u threads: %.1f ms (median) for %zu items\n", name, threads,
-                  median(doubling_ms[{name, threads}]), double_items / threads * 9 / 10 * threads);
+      std::printf("doubling %-10s %u threads: %.1f ms (median) for %zu items\n", name.c_str(),
+                  threads, median(doubling_ms[{name, threads}]),
+                  double_items / threads * 9 / 10 * threads);
     }
   }
   return 0;

@@ -15,10 +15,18 @@ median over the rounds, with every round's value printed too.
            with --latency for --churn-ms: M ops/s of each mix, their ratio, the resizes the churn
            triggered and the longest sampled operation (the Hopscotch pathology: a table left at
            its resize threshold by the build doubles in the churn)
+  memory   bytes per item after a build from empty (2 threads) against a table sized for i, for
+           i at --memory-steps points per octave between 2^--memory-octaves (a growth policy's
+           cost depends on where i falls between two resizes, so one i says little): the ratio
+           at each i, its largest and its geometric mean
 
 Usage: bench/table_growth.py --bin before=PATH --bin after=PATH [--structure clht-lb]
            [--build-initial 8388608] [--resize-initial 4194304] [--threads 2,8] [--rounds 3]
-           [--only build|resize|churn] [--churn-ms 2000]
+           [--only build|resize|churn|memory] [--churn-ms 2000] [--extra LABEL=ARGS]
+           [--memory-octaves 20:23] [--memory-steps 4]
+
+--extra adds chtbench arguments to one label's runs, so that one binary can be compared with
+itself under two settings: --bin g2=PATH --bin g1.5=PATH --extra g1.5="--growth 1.5".
 """
 import argparse
 import json
@@ -47,6 +55,8 @@ def longest(r):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--bin", action="append", required=True, help="LABEL=PATH of a chtbench")
+    p.add_argument("--extra", action="append", default=[],
+                   help="LABEL=ARGS: more chtbench arguments for that label's runs")
     p.add_argument("--structure", default="clht-lb")
     p.add_argument("--build-initial", type=int, default=1 << 23)
     p.add_argument("--resize-initial", type=int, default=1 << 22)
@@ -54,9 +64,15 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--resize-ms", type=int, default=1000)
     p.add_argument("--churn-ms", type=int, default=2000)
-    p.add_argument("--only", choices=["build", "resize", "churn"])
+    p.add_argument("--only", choices=["build", "resize", "churn", "memory"])
+    p.add_argument("--memory-octaves", default="20:23", help="LOW:HIGH, log2 of the item counts")
+    p.add_argument("--memory-steps", type=int, default=4, help="item counts per octave")
     a = p.parse_args()
     bins = [b.split("=", 1) for b in a.bin]
+    extra = {label: args.split() for label, args in (e.split("=", 1) for e in a.extra)}
+    unknown = set(extra) - {label for label, _ in bins}
+    if unknown:
+        p.error(f"--extra for labels without a --bin: {', '.join(sorted(unknown))}")
     threads = [int(t) for t in a.threads.split(",")]
     s = a.structure
     i, ri = a.build_initial, a.resize_initial
@@ -64,6 +80,9 @@ def main():
     resize_cases = [(cap, lat) for lat in (False, True) for cap in ("from90", "sized_r")]
     churn_cases = [(cap, u) for cap in ("empty", "sized") for u in (10, 40)]
     kinds = {"build", "resize", "churn"} if a.only is None else {a.only}
+    low, high = (int(x) for x in a.memory_octaves.split(":"))
+    memory_sizes = [round(2 ** (low + k / a.memory_steps))
+                    for k in range((high - low) * a.memory_steps + 1)]
     res = {}  # (label, kind, case) -> list of result dicts
     for rnd in range(a.rounds):
         for label, path in bins:
@@ -71,7 +90,7 @@ def main():
                 for n, cap in build_cases:
                     args = ["-s", s, "-n", str(n), "-i", str(i), "--init-threads", "all", "-d",
                             "100", "--capacity", "1" if cap == "empty" else str(i)]
-                    r = run(path, args)
+                    r = run(path, args + extra.get(label, []))
                     res.setdefault((label, "build", (n, cap)), []).append(r)
                     print(f"# round {rnd + 1} {label} build n={n} {cap}: "
                           f"{i / r['fill_seconds'] / 1e6:.2f} M items/s, "
@@ -81,7 +100,7 @@ def main():
                     args = ["-s", s, "-n", "2", "-u", str(u), "-i", str(i), "--init-threads",
                             "all", "-d", str(a.churn_ms), "--latency",
                             "--capacity", "1" if cap == "empty" else str(i)]
-                    r = run(path, args)
+                    r = run(path, args + extra.get(label, []))
                     res.setdefault((label, "churn", (cap, u)), []).append(r)
                     print(f"# round {rnd + 1} {label} churn {cap} -u {u}: "
                           f"{r['throughput_mops']:.2f} Mops/s, resizes "
@@ -89,6 +108,15 @@ def main():
                           f"{r['events'].get('resize_ns', 0) / 1e6:.0f} ms, longest "
                           f"{longest(r) / 1e6:.2f} ms",
                           file=sys.stderr, flush=True)
+            if "memory" in kinds:
+                for n_items in memory_sizes:
+                    for cap in ("empty", "sized"):
+                        args = ["-s", s, "-n", "2", "-i", str(n_items), "--init-threads", "all",
+                                "-d", "10", "--capacity", "1" if cap == "empty" else str(n_items)]
+                        r = run(path, args + extra.get(label, []))
+                        res.setdefault((label, "memory", (n_items, cap)), []).append(r)
+                print(f"# round {rnd + 1} {label} memory: {len(memory_sizes)} sizes",
+                      file=sys.stderr, flush=True)
             if "resize" in kinds:
                 for cap, lat in resize_cases:
                     args = ["-s", s, "-n", "2", "-u", "40", "--insert-pct", "35", "-i", str(ri),
@@ -97,7 +125,7 @@ def main():
                         args += ["--capacity", str(int(ri / 0.9))]
                     if lat:
                         args.append("--latency")
-                    r = run(path, args)
+                    r = run(path, args + extra.get(label, []))
                     res.setdefault((label, "resize", (cap, lat)), []).append(r)
                     print(f"# round {rnd + 1} {label} resize {cap}{' latency' if lat else ''}: "
                           f"{r['throughput_mops']:.2f} Mops/s, resizes "
@@ -121,6 +149,16 @@ def main():
                 bz = values(label, "build", (n, "sized"), lambda r: r["bytes_per_item"])
                 print(f"{label} {n} {median(e):.2f} [{fmt(e)}] {median(z):.2f} [{fmt(z)}] "
                       f"{median(e) / median(z):.2f} {median(be):.1f} {median(bz):.1f}")
+    if "memory" in kinds:
+        print(f"## memory: {s}, bytes per item built from empty (2 threads) / sized for i "
+              f"(median of {a.rounds}), i = {memory_sizes[0]} .. {memory_sizes[-1]}")
+        print("build " + " ".join(str(n) for n in memory_sizes) + " max geomean")
+        for label, _ in bins:
+            ratios = [median(values(label, "memory", (n, "empty"), lambda r: r["bytes_per_item"])) /
+                      median(values(label, "memory", (n, "sized"), lambda r: r["bytes_per_item"]))
+                      for n in memory_sizes]
+            print(f"{label} {fmt(ratios)} {max(ratios):.2f} "
+                  f"{statistics.geometric_mean(ratios):.2f}")
     if "churn" in kinds:
         print(f"## churn: {s}, i = {i} built by 2 threads, then n = 2, d = {a.churn_ms} ms, "
               f"--latency; M ops/s (median of {a.rounds}; rounds in brackets), resizes during "

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -232,6 +233,88 @@ TEST(CuckooMap, DoublesPastItsSizingLoadWithoutWaitingForAFailedPath) {
   EXPECT_EQ(static_cast<double>(map.capacity()), 2 * slots);
   EXPECT_EQ(map.resizes(), 1u);
   for (std::uint64_t key : keys) ASSERT_EQ(map.find(key), ~key);
+}
+
+// A growth factor below 2: each table is ceil(factor * m) buckets of the one before, begun past
+// the sizing load, so the grown map ends within that factor of a map sized for its items.
+TEST(CuckooMap, GrowsByItsFactorAndEndsWithinItOfASizedMap) {
+  using Map = ccf::CuckooMap<std::uint64_t, std::uint64_t>;
+  constexpr double kFactor = 1.25;
+  Map map(1, Map::Growth{kFactor});
+  const std::size_t n = ccf::testing::scaled<std::size_t>(200'000, 4);
+  std::mt19937_64 rng(12);
+  std::vector<std::uint64_t> keys;
+  std::uint64_t buckets = map.bucket_count();
+  std::size_t steps = 0;
+  while (keys.size() < n) {
+    const std::uint64_t key = rng();
+    ASSERT_EQ(map.insert(key, ~key), Status::kOk) << keys.size();
+    keys.push_back(key);
+    if (map.bucket_count() != buckets) {
+      const auto expected =
+          static_cast<std::uint64_t>(std::ceil(kFactor * static_cast<double>(buckets)));
+      ASSERT_EQ(map.bucket_count(), std::max(expected, buckets + 1)) << "after " << buckets;
+      buckets = map.bucket_count();
+      ++steps;
+    }
+  }
+  map.reserve(n);  // completes a migration under way, if any
+  EXPECT_GT(steps, 40u) << "the map was meant to grow through many sizes";
+  const Map sized(n);
+  EXPECT_LE(static_cast<double>(map.bucket_count()),
+            kFactor * static_cast<double>(sized.bucket_count()) + 1)
+      << "grew before its sizing load";
+  for (std::uint64_t key : keys) ASSERT_EQ(map.find(key), ~key);
+}
+
+// Once a migration is under way, an insert moves its key's chunks, or claims one, passing over
+// chunks at the cursor that are moved already (detail/table_migration.hpp): one thread alone
+// ends a migration in fewer inserts than it has chunks (1,782 for 2,276 here). A claim that took
+// the chunk at the cursor even when moved moved nothing late in a migration, whose chunks the
+// inserts' own moves had mostly taken: the migration lasted until the cursor came round (3,628).
+TEST(CuckooMap, AMigrationEndsWithinAnInsertPerChunk) {
+  using Map = ccf::CuckooMap<std::uint64_t, std::uint64_t>;
+  Map map(1 << 16);
+  const std::uint64_t chunks = (map.bucket_count() + Map::kChunk - 1) / Map::kChunk;
+  std::mt19937_64 rng(13);
+  std::vector<std::uint64_t> keys;
+  while (!map.resizing()) {
+    keys.push_back(rng());
+    ASSERT_EQ(map.insert(keys.back(), 1), Status::kOk);
+  }
+  std::uint64_t inserts = 0;
+  while (map.resizing()) {
+    keys.push_back(rng());
+    ASSERT_EQ(map.insert(keys.back(), 1), Status::kOk);
+    ++inserts;
+  }
+  EXPECT_LE(inserts, chunks);
+  for (std::uint64_t key : keys) ASSERT_EQ(map.find(key), 1u);
+}
+
+TEST(CuckooMap, RefusesAGrowthFactorOutsideItsRange) {
+  using Map = ccf::CuckooMap<std::uint64_t, std::uint64_t>;
+  for (const double factor : {1.0, 1.1, 2.01, -1.0, std::nan("")}) {
+    try {
+      Map map(16, Map::Growth{factor});
+      ADD_FAILURE() << "accepted growth factor " << factor;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("growth factor"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(Map(16, Map::Growth{Map::kMinGrowth}));
+  EXPECT_NO_THROW(Map(16, Map::Growth{2.0}));
+}
+
+// reserve() migrates once, straight to the size asked for, whatever the growth factor.
+TEST(CuckooMap, ReserveMigratesOnceToTheSizeAskedFor) {
+  using Map = ccf::CuckooMap<std::uint64_t, std::uint64_t>;
+  Map map(16, Map::Growth{Map::kMinGrowth});
+  for (std::uint64_t key = 1; key <= 10; ++key) ASSERT_EQ(map.insert(key, key), Status::kOk);
+  map.reserve(100'000);
+  EXPECT_EQ(map.resizes(), 1u);
+  EXPECT_EQ(map.bucket_count(), Map(100'000).bucket_count());
+  for (std::uint64_t key = 1; key <= 10; ++key) ASSERT_EQ(map.find(key), key);
 }
 
 // Random inserts and erases against a model, the map checked against it every 512 operations;

@@ -81,15 +81,24 @@ struct Resizing<ccf::CuckooMap<K, V, Hash, Equal, Hook>> {
   }
 };
 
+// The cuckoo map growing by the smallest factor it takes: many more, smaller migrations, each
+// into a table that is not a multiple of the old one.
+struct SlowGrowingCuckooMap : ccf::CuckooMap<std::uint64_t, std::uint64_t> {
+  explicit SlowGrowingCuckooMap(std::size_t capacity)
+      : ccf::CuckooMap<std::uint64_t, std::uint64_t>(capacity, Growth{kMinGrowth}) {}
+};
+template <>
+struct Resizing<SlowGrowingCuckooMap> : Resizing<ccf::CuckooMap<std::uint64_t, std::uint64_t>> {};
+
 template <class Table>
 class TableResize : public ::testing::Test {};
 
 // CLHT with bucket locks, elided bucket locks, and a global (TTAS, not FIFO: fair to 8 threads on
 // 2 cores) elided lock: the three ways the policies take a head; lock-free CLHT; Hopscotch with
-// both neighbourhoods; the cuckoo map.
+// both neighbourhoods; the cuckoo map, doubling and growing by its smallest factor.
 using Tables = ::testing::Types<ccf::ClhtLb, ccf::HtmClhtFine, ccf::htm_clht::ScmTtasOpt,
                                 ccf::ClhtLf, ccf::HopscotchMap<32>, ccf::HopscotchMap<64>,
-                                ccf::CuckooMap<std::uint64_t, std::uint64_t>>;
+                                ccf::CuckooMap<std::uint64_t, std::uint64_t>, SlowGrowingCuckooMap>;
 TYPED_TEST_SUITE(TableResize, Tables);
 
 TYPED_TEST(TableResize, AgreesWithAMapWhileMigrating) {

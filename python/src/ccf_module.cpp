@@ -927,8 +927,13 @@ void bind_map(py::module_& m) {
                 "A concurrent hash map from int to int (64-bit signed) in the library's "
                 "CuckooMap: lookups that store nothing, striped locks for writers, growth.\n\n"
                 "Thread safety: concurrent; any Python threads may call any method at once.")
-      .def(py::init([](std::size_t capacity) { return std::make_unique<W>(capacity); }),
-           py::arg("capacity") = 1024, "An empty map sized for `capacity` items (it grows).")
+      .def(py::init([](std::size_t capacity, double growth) {
+             return std::make_unique<W>(capacity, Map::Growth{growth});
+           }),
+           py::arg("capacity") = 1024, py::arg("growth") = 2.0,
+           "An empty map sized for `capacity` items. When it fills it grows to `growth` times "
+           "its size: any factor in [1.125, 2]; less keeps its memory closer to a map sized "
+           "for its items, for more copying while it grows (ValueError outside).")
       .def(
           "__getitem__",
           [](const W& w, py::handle key) {

@@ -67,8 +67,9 @@ def test_bloom_filters_without_deletion_have_no_discard():
 @settings(max_examples=40, deadline=None)
 @given(ops=st.lists(st.tuples(st.sampled_from(["set", "insert", "del", "get"]),
                               st.integers(-5, 5), st.integers(-2**63, 2**63 - 1)), max_size=200))
-def test_cuckoo_map_against_a_dict(ops):
-    m = ccf.CuckooMap(4)
+@pytest.mark.parametrize("growth", [2.0, 1.125])
+def test_cuckoo_map_against_a_dict(ops, growth):
+    m = ccf.CuckooMap(4, growth=growth)
     model = {}
     for op, key, value in ops:
         if op == "set":
@@ -90,3 +91,9 @@ def test_cuckoo_map_against_a_dict(ops):
     assert len(m) == len(model)
     for key, value in model.items():
         assert m[key] == value
+
+
+def test_cuckoo_map_refuses_a_growth_factor_outside_its_range():
+    for growth in (1.0, 2.5, float("nan")):
+        with pytest.raises(ValueError, match="growth factor must lie in"):
+            ccf.CuckooMap(16, growth=growth)

@@ -83,6 +83,7 @@ nlohmann::json to_json(const RunResult& r) {
       {"rtm", ccf::sync::describe(ccf::sync::rtm_support())},
       {"seed", c.seed},
       {"fp_bits", c.fp_bits},
+      {"growth", c.growth},
       {"throughput_mops", r.throughput_mops},
       {"repeat_mops", r.repeat_mops},
       {"seconds", r.seconds},

@@ -24,6 +24,7 @@ namespace chtbench {
 struct StructureConfig {
   std::size_t capacity = std::size_t{1} << 20;  // items it must be able to hold
   unsigned fp_bits = 12;  // filters: fingerprint bits (Bloom filters: bits per item)
+  double growth = 0;      // hash tables: the factor a table grows by; 0 means its default
   std::uint64_t seed = 1;
 };
 

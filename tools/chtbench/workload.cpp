@@ -427,10 +427,12 @@ struct Repeat {
 
 std::unique_ptr<Structure> make_structure(const StructureInfo& info, const RunConfig& c) {
   try {
-    return info.make({.capacity = c.capacity, .fp_bits = c.fp_bits, .seed = c.seed});
+    return info.make(
+        {.capacity = c.capacity, .fp_bits = c.fp_bits, .growth = c.growth, .seed = c.seed});
   } catch (const std::invalid_argument& e) {
-    throw UsageError(fmt::format("cannot build '{}' with --capacity {} and --fp-bits {}: {}",
-                                 info.name, c.capacity, c.fp_bits, e.what()));
+    throw UsageError(fmt::format(
+        "cannot build '{}' with --capacity {}, --fp-bits {}{}: {}", info.name, c.capacity,
+        c.fp_bits, c.growth == 0 ? "" : fmt::format(", --growth {}", c.growth), e.what()));
   }
 }
 

@@ -90,6 +90,7 @@ struct RunConfig {
   std::uint64_t capacity = 0;  // 0 means r
   std::uint64_t seed = 1;
   unsigned fp_bits = 12;
+  double growth = 0;  // a growable table's growth factor; 0 means the table's default
   // Lookups in batches: each thread draws this many operations at a time and hands every run
   // of consecutive lookups to contains_many (hash ahead + prefetch where the structure has a
   // native batch API). 1 = one call per operation. Not combined with --latency.

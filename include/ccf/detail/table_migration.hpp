@@ -1,4 +1,4 @@
-// The state of one table's cooperative migration into a table twice as large, chunk by chunk of
+// The state of one table's cooperative migration into a larger table, chunk by chunk of
 // the old table (tables/hopscotch_map.hpp R1-R6, tables/cuckoo_map.hpp C1-C6): the threads that
 // update meanwhile claim chunks from a wrapping cursor and move them, and the one that moves the
 // last chunk publishes the new table.
@@ -10,8 +10,12 @@
 //             is set (release) before the locks go; then the one chunk count taken to zero
 //             (acq_rel: that thread has seen every copy) calls last(), which publishes.
 //   moved(c)  never cleared once set: readers load it with acquire to know which table holds c.
-//   claim()   the next chunk at the cursor (claims mod chunks: a chunk skipped because it was
-//             busy, or claimed by a thread then suspended, comes round again).
+//   claim()   the next chunk at the cursor not moved yet (claims mod chunks: a chunk skipped
+//             because it was busy, or claimed by a thread then suspended, comes round again).
+//             It passes over at most kMaxSkips moved chunks: where updates move their own keys'
+//             chunks (tables/cuckoo_map.hpp C3), late in a migration most chunks at the cursor
+//             are moved, and a claim that took the first of them would move nothing -- the
+//             migration would then last until the cursor came round, about one update per chunk.
 //   stuck()   a chunk could not be moved; the table says what follows.
 #pragma once
 
@@ -65,11 +69,18 @@ class TableMigration {
     return moved_[chunk].load(std::memory_order_acquire);
   }
   std::uint64_t claim() noexcept {
-    return claims_.fetch_add(1, std::memory_order_relaxed) % chunks;
+    // Relaxed: a claim only spreads helpers over the chunks; move() decides under the chunk's
+    // locks, and reads moved(c) again there.
+    std::uint64_t c = claims_.fetch_add(1, std::memory_order_relaxed) % chunks;
+    for (unsigned skipped = 0; skipped < kMaxSkips && moved(c); ++skipped) {
+      c = claims_.fetch_add(1, std::memory_order_relaxed) % chunks;
+    }
+    return c;
   }
   bool stuck() const noexcept { return stuck_.load(std::memory_order_acquire); }
 
  private:
+  static constexpr unsigned kMaxSkips = 64;
   const std::unique_ptr<std::atomic<bool>[]> moved_;
   std::atomic<bool> stuck_{false};
   alignas(64) std::atomic<std::uint64_t> claims_{0};

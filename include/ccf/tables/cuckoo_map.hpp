@@ -67,9 +67,10 @@
 //             displaced, count it out of i1).
 //   resize    when both buckets are full and the table holds more than kSizingLoad of its slots,
 //             or no path exists and the table is at least half full: a migration into a
-//             table twice as large (below), carried out by the updates together. Below half full
-//             a missing path means more than 8 keys share one bucket pair and tag -- a
-//             degenerate hash -- and the insert returns kFull instead of doubling without end.
+//             table `Growth::factor` times as large (twice by default; below), carried out by
+//             the updates together. Below half full a missing path means more than 8 keys share
+//             one bucket pair and tag -- a degenerate hash -- and the insert returns kFull
+//             instead of growing without end.
 //
 // Why a find never misses a present key, nor returns a torn value: a key's slot (stored, moved
 // between its two buckets, cleared, its value assigned) and its primary's overflow only change
@@ -87,9 +88,10 @@
 // the chunk of the bucket it sits in, so a key's two buckets may lie in two chunks.
 //   C1  Begin. The insert that finds both its buckets full in the current table, once it holds
 //       more than kSizingLoad of its slots (or that finds no path, past half full), if it gets
-//       resize_lock_ (a try-lock), allocates the table of 2m buckets and the migration's state,
-//       and stores the old table's `migration` pointer (release). Only a current table begins
-//       one, once.
+//       resize_lock_ (a try-lock), allocates the larger table (ceil(factor * m) buckets, or
+//       what reserve() asks for) and the migration's state, and stores the old table's
+//       `migration` pointer (release). Only a current table begins one, once. Nothing below
+//       depends on the new size: a copy inserts each item afresh (C2).
 //   C2  One chunk. move_chunk holds the stripes of the chunk's buckets in the old table
 //       (SeqStripes::RangeGuard) and inserts each item sitting there into the new table as any
 //       insert does there (its own stripes, cuckoo paths step by step), then sets moved[c]
@@ -110,11 +112,11 @@
 //       of its buckets' chunks wait for those stripes) and starts over; one that read it unset
 //       finishes first, and the copies see what it wrote.
 //   C4  Sharing. Every insert and erase that finds its table migrating, and its own chunks moved
-//       already, claims one chunk (TableMigration::claim, a wrapping cursor) and moves it unless
-//       moved or busy (try-lock). A thread suspended between claim and lock holds nobody (the
-//       cursor comes round to its chunk again; tests/table_resize_test.cpp suspends one there
-//       through the Hook); one suspended in a copy holds that chunk's stripes, as any lock holder
-//       does. reserve() claims until done.
+//       already, claims one chunk (TableMigration::claim: a wrapping cursor that passes over moved
+//       chunks) and moves it unless moved or busy (try-lock). A thread suspended between claim and
+//       lock holds nobody (the cursor comes round to its chunk again; tests/table_resize_test.cpp
+//       suspends one there through the Hook); one suspended in a copy holds that chunk's stripes,
+//       as any lock holder does. reserve() claims until done.
 //   C5  Lookups never wait for a migration: with both of the key's chunks unmoved, the old table
 //       answers (snapshot as above); with one moved, the other bucket in the old table (if its
 //       chunk is unmoved), then the new table. Either way the moved flags read before are read
@@ -152,6 +154,7 @@
 #include <atomic>
 #include <bit>
 #include <cassert>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -199,11 +202,25 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   // Buckets a migration moves per claim (C2, C4): about 30 items near the sizing load.
   static constexpr std::uint64_t kChunk = 8;
 
+  // How much larger each table is than the one it replaces (C1). 2, the default, doubles it, as
+  // most maps do. Less keeps the memory after growing closer to a table sized for its items --
+  // at most `factor` times as large (at the sizing load) -- for more copying: a build from empty
+  // moves each item about 1 / (factor - 1) times instead of once (docs/benchmarks.md has the
+  // trade measured). Any factor in [kMinGrowth, 2].
+  struct Growth {
+    double factor = 2.0;
+  };
+  static constexpr double kMinGrowth = 1.125;
+
   // Room for `capacity` items without a resize. Throws std::invalid_argument if that needs more
-  // than 2^40 buckets, the library's table limit; reserve() likewise, changing nothing.
+  // than 2^40 buckets, the library's table limit (reserve() likewise, changing nothing), or if
+  // the growth factor is outside [kMinGrowth, 2].
   explicit CuckooMap(std::size_t capacity = 1024, Hash hash = {}, KeyEqual equal = {})
+      : CuckooMap(capacity, Growth{}, std::move(hash), std::move(equal)) {}
+  CuckooMap(std::size_t capacity, Growth growth, Hash hash = {}, KeyEqual equal = {})
       : hash_(std::move(hash)),
         equal_(std::move(equal)),
+        growth_(checked(growth)),
         tables_(std::make_unique<Table>(buckets_for(capacity), detail::BucketPages::kWritten)) {}
   CuckooMap(const CuckooMap&) = delete;
   CuckooMap& operator=(const CuckooMap&) = delete;
@@ -241,16 +258,15 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   std::size_t bucket_count() const noexcept { return tables_.current()->buckets; }
   // Slots in the current table.
   std::size_t capacity() const noexcept { return bucket_count() * kSlots; }
-  // Grows the table (doubling, as often as needed) so that `capacity` items fit at the sizing
-  // load, migrating until it does (with whichever threads help); stops early if a migration is
-  // stuck (C2) or at the table limit.
+  // Grows the table so that `capacity` items fit at the sizing load -- one migration straight to
+  // that size, unless an insert began a smaller one first -- migrating until it does (with
+  // whichever threads help); stops early if a migration is stuck (C2).
   void reserve(std::size_t capacity) {
     const std::uint64_t buckets = buckets_for(capacity);
     for (Table* table = tables_.current(); table->buckets < buckets; table = tables_.current()) {
       Migration* m = table->migration.load(std::memory_order_acquire);
       if (m == nullptr) {
-        if (2 * table->buckets > kMaxBuckets) return;
-        begin_migration(*table);
+        begin_migration(*table, std::max(buckets, grown(table->buckets)));
       } else if (m->stuck()) {
         return;
       } else {
@@ -735,7 +751,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
       // there would pay for one (the first doubling begins at 0.90 of the slots instead of about
       // 0.975: docs/benchmarks.md, "The ceiling of growth on this machine").
       if (on_no_path == OnNoPath::kResize && past_sizing_load(table)) {
-        begin_migration(table);
+        begin_migration(table, grown(table.buckets));
         return std::nullopt;
       }
       Path path;
@@ -823,7 +839,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   bool make_room(Table& table) {
     if (table.migration.load(std::memory_order_acquire) != nullptr) return true;
     if (!tables_.is_current(&table)) {
-      // The target of a migration under way, or already superseded (tables only double, so a
+      // The target of a migration under way, or already superseded (tables only grow, so a
       // current table as large means `table` was published): help until it is.
       for (Table* old = tables_.current(); old->buckets < table.buckets; old = tables_.current()) {
         Migration* m = old->migration.load(std::memory_order_acquire);  // into `table`
@@ -832,8 +848,8 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
       }
       return true;
     }
-    if (2 * size() < kSlots * table.buckets || 2 * table.buckets > kMaxBuckets) return false;
-    begin_migration(table);
+    if (2 * size() < kSlots * table.buckets || table.buckets == kMaxBuckets) return false;
+    begin_migration(table, grown(table.buckets));
     return true;
   }
 
@@ -843,17 +859,36 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
            static_cast<double>(size()) > kSizingLoad * static_cast<double>(kSlots * table.buckets);
   }
 
-  // (C1) Begins the migration of `table`, the current one, unless another thread is beginning
-  // one (it then yields, so that one finishes). May throw std::bad_alloc, having changed nothing.
-  void begin_migration(Table& table) {
+  static Growth checked(Growth growth) {
+    if (!(growth.factor >= kMinGrowth && growth.factor <= 2.0)) {
+      std::array<char, 32> text{};
+      char* end = std::to_chars(text.data(), text.data() + text.size(), growth.factor).ptr;
+      throw std::invalid_argument("CuckooMap growth factor must lie in [1.125, 2], not " +
+                                  std::string(text.data(), end));
+    }
+    return growth;
+  }
+  // The size of the table that replaces one of `buckets` buckets when it fills (C1): at least
+  // one bucket more, at most the table limit.
+  std::uint64_t grown(std::uint64_t buckets) const noexcept {
+    const double larger = std::ceil(static_cast<double>(buckets) * growth_.factor);
+    return std::clamp<std::uint64_t>(
+        static_cast<std::uint64_t>(std::min(larger, static_cast<double>(kMaxBuckets))), buckets + 1,
+        kMaxBuckets);
+  }
+
+  // (C1) Begins the migration of `table`, the current one, into a table of `buckets` buckets
+  // (more than it has), unless another thread is beginning one (it then yields, so that one
+  // finishes). May throw std::bad_alloc, having changed nothing.
+  void begin_migration(Table& table, std::uint64_t buckets) {
+    assert(buckets > table.buckets && buckets <= kMaxBuckets);
     const std::unique_lock lock(resize_lock_, std::try_to_lock);
     if (!lock.owns_lock()) {
       std::this_thread::yield();
       return;
     }
     if (table.migrating()) return;
-    Table* to =
-        tables_.keep(std::make_unique<Table>(2 * table.buckets, detail::BucketPages::kOnFirstUse));
+    Table* to = tables_.keep(std::make_unique<Table>(buckets, detail::BucketPages::kOnFirstUse));
     table.owned_migration = std::make_unique<Migration>(to, table.chunks());
     table.migration.store(table.owned_migration.get(), std::memory_order_release);
   }
@@ -950,6 +985,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
 
   [[no_unique_address]] Hash hash_;
   [[no_unique_address]] KeyEqual equal_;
+  Growth growth_;
   std::mutex resize_lock_;  // who begins a migration (C1)
   std::mutex stuck_lock_;   // updates in a stuck migration (C2)
   detail::ShardedCounter items_;

@@ -11,6 +11,7 @@
 
 #include <ccf/status.hpp>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,7 +24,7 @@ namespace chtbench {
 template <class Table>
 class TableSet final : public StructureBase<TableSet<Table>> {
  public:
-  explicit TableSet(const StructureConfig& config) : table_(config.capacity) {}
+  explicit TableSet(const StructureConfig& config) : table_(make(config)) {}
 
   bool insert(std::uint64_t key) override { return table_.insert(key, key) == ccf::Status::kOk; }
   bool contains(std::uint64_t key) const override { return table_.contains(key); }
@@ -41,6 +42,16 @@ class TableSet final : public StructureBase<TableSet<Table>> {
   }
 
  private:
+  // The table for `config`; std::invalid_argument for a growth factor it cannot take.
+  static Table make(const StructureConfig& config) {
+    if constexpr (requires { typename Table::Growth; }) {
+      if (config.growth != 0) return Table(config.capacity, typename Table::Growth{config.growth});
+    } else if (config.growth != 0 && config.growth != 2) {
+      throw std::invalid_argument("this table only doubles: --growth 2 or none");
+    }
+    return Table(config.capacity);
+  }
+
   Table table_;
 };
 

@@ -120,6 +120,7 @@ const std::vector<NumericOption> kNumericOptions = {
     {"run", "--capacity", "[1, " + kMax + "]", {"0", "-1", kTooBig, "lots"}},
     {"run", "--fp-bits", "[1, 64]", {"0", "-12", "65", "twelve"}},
     {"run", "--seed", "[0, " + kMax + "]", {"-1", kTooBig, "seed", "1.0"}},
+    {"run", "--growth", "[1, 2]", {"0", "0.5", "2.5", "nan", "inf", "fast"}},
     {"filter", "--fp-bits", "[1, 64]", {"0", "-12", "65", "4294967308", "twelve"}},
     {"filter", "--capacity", "[1, " + kMax + "]", {"0", "-1", kTooBig, "lots", "1e6"}},
     {"filter", "--threads", "[1, 4096]", {"0", "-1", "4097", "two"}},
@@ -215,6 +216,9 @@ TEST(Cli, ConflictingValuesAreRefusedWithTheRange) {
       {{"filter", "-s", "cuckoo-filter", "--fp-bits", "7"},
        {"--fp-bits 7", "supports --fp-bits 4, 8, 12, 16, 32, not 7"}},
       {{"filter", "-s", "ccf-striped", "--fp-bits", "8"}, {"--fp-bits 8", "supports --fp-bits"}},
+      {{"run", "-s", "clht-lb", "--growth", "1.5"}, {"--growth 1.5", "only doubles"}},
+      {{"run", "-s", "cuckoo-map", "--growth", "1.1"},
+       {"--growth 1.1", "growth factor must lie in [1.125, 2], not 1.1"}},
   };
   for (const auto& [args, expected] : cases) expect_refused(args, expected);
 }
