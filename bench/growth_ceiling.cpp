@@ -198,15 +198,21 @@ Build build(unsigned threads, const std::vector<std::vector<std::uint64_t>>& key
 }
 
 // One migration of a ccf table holding `items` keys (90% of the capacity it was made for) into
-// a table twice as large, carried out by `threads` threads calling reserve() at once: what the
-// table's cooperative resize costs beside the unsynchronized rehash of as many items.
+// a table twice as large -- reserve() for one item more than its slots hold, which each table
+// meets with its next size, from `threads` threads at once: what the table's cooperative resize
+// costs beside the unsynchronized rehash of as many items.
 template <class Table>
 double ccf_doubling_ms(unsigned threads, std::size_t items) {
   Table table(items * 10 / 9);
   for (std::uint64_t key : keys_of(99, items)) table.insert(key, key);
-  const double ms =
-      1e3 * timed_on_threads(threads, [&](unsigned) { table.reserve(2 * table.capacity()); });
+  const std::size_t buckets = table.bucket_count(), slots = table.capacity();
+  const double ms = 1e3 * timed_on_threads(threads, [&](unsigned) { table.reserve(slots + 1); });
   if (table.size() != items) throw std::runtime_error("a migration lost keys");
+  if (table.resizes() != 1 || table.bucket_count() != 2 * buckets) {
+    throw std::runtime_error("reserve made " + std::to_string(table.resizes()) + " resizes, " +
+                             std::to_string(buckets) + " -> " +
+                             std::to_string(table.bucket_count()) + " buckets: not one doubling");
+  }
   return ms;
 }
 

@@ -81,8 +81,8 @@ struct Resizing<ccf::CuckooMap<K, V, Hash, Equal, Hook>> {
   }
 };
 
-// The cuckoo map growing by the smallest factor it takes: many more, smaller migrations, each
-// into a table that is not a multiple of the old one.
+// The cuckoo map growing by the smallest factor it takes: from CuckooMap::kFactorFrom buckets
+// on, many more, smaller migrations, each into a table that is not a multiple of the old one.
 struct SlowGrowingCuckooMap : ccf::CuckooMap<std::uint64_t, std::uint64_t> {
   explicit SlowGrowingCuckooMap(std::size_t capacity)
       : ccf::CuckooMap<std::uint64_t, std::uint64_t>(capacity, Growth{kMinGrowth}) {}

@@ -12,6 +12,11 @@
 //   moved(c)  never cleared once set: readers load it with acquire to know which table holds c.
 //   claim()   the next chunk at the cursor not moved yet (claims mod chunks: a chunk skipped
 //             because it was busy, or claimed by a thread then suspended, comes round again).
+//             The cursor visits the chunks in order (kInOrder: the old table is read as one
+//             stream), or the even ones, then the odd ones (kEvenThenOdd), for a table whose
+//             neighbouring chunks' copies share a piece of the new table (Hopscotch's copy of
+//             segment s locks new segments 2s .. 2s + 2, R2): claimed in order, two threads'
+//             copies waited for each other, one after the other.
 //             It passes over at most kMaxSkips moved chunks: where updates move their own keys'
 //             chunks (tables/cuckoo_map.hpp C3), late in a migration most chunks at the cursor
 //             are moved, and a claim that took the first of them would move nothing -- the
@@ -31,7 +36,9 @@ namespace ccf::detail {
 // suspend a thread there: it holds nobody).
 struct NoMigrationHook {};
 
-template <class Table>
+enum class ClaimOrder { kInOrder, kEvenThenOdd };
+
+template <class Table, ClaimOrder kOrder = ClaimOrder::kInOrder>
 class TableMigration {
  public:
   TableMigration(Table* target, std::uint64_t chunk_count)
@@ -71,9 +78,9 @@ class TableMigration {
   std::uint64_t claim() noexcept {
     // Relaxed: a claim only spreads helpers over the chunks; move() decides under the chunk's
     // locks, and reads moved(c) again there.
-    std::uint64_t c = claims_.fetch_add(1, std::memory_order_relaxed) % chunks;
+    std::uint64_t c = at_cursor(claims_.fetch_add(1, std::memory_order_relaxed));
     for (unsigned skipped = 0; skipped < kMaxSkips && moved(c); ++skipped) {
-      c = claims_.fetch_add(1, std::memory_order_relaxed) % chunks;
+      c = at_cursor(claims_.fetch_add(1, std::memory_order_relaxed));
     }
     return c;
   }
@@ -81,6 +88,13 @@ class TableMigration {
 
  private:
   static constexpr unsigned kMaxSkips = 64;
+  // The chunk of claim k.
+  std::uint64_t at_cursor(std::uint64_t k) const noexcept {
+    const std::uint64_t i = k % chunks;
+    if constexpr (kOrder == ClaimOrder::kInOrder) return i;
+    const std::uint64_t evens = (chunks + 1) / 2;
+    return i < evens ? 2 * i : 2 * (i - evens) + 1;
+  }
   const std::unique_ptr<std::atomic<bool>[]> moved_;
   std::atomic<bool> stuck_{false};
   alignas(64) std::atomic<std::uint64_t> claims_{0};

@@ -91,7 +91,14 @@
 //       resize_lock_ (a try-lock), allocates the larger table (ceil(factor * m) buckets, or
 //       what reserve() asks for) and the migration's state, and stores the old table's
 //       `migration` pointer (release). Only a current table begins one, once. Nothing below
-//       depends on the new size: a copy inserts each item afresh (C2).
+//       depends on the new size for correctness: a copy inserts each item afresh (C2). For
+//       progress it must leave room: inserts run in the new table while the copies fill it
+//       (C3), and a copy that finds no path there makes the migration stuck. A migration ends
+//       within about one update per chunk (C4), so about m / kChunk + T items arrive (T the
+//       threads in flight) while the copies bring up to 4m; a new table of factor * m buckets
+//       takes (factor - 1) * 3.6m more before its own sizing load, at least m / 2 -- more than
+//       m / 8 + T once m >= kFactorFrom = 4096 and T < 1,500. Smaller tables double: seen
+//       stuck with 8 threads on a 12-bucket table grown by 1.125.
 //   C2  One chunk. move_chunk holds the stripes of the chunk's buckets in the old table
 //       (SeqStripes::RangeGuard) and inserts each item sitting there into the new table as any
 //       insert does there (its own stripes, cuckoo paths step by step), then sets moved[c]
@@ -206,11 +213,13 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   // most maps do. Less keeps the memory after growing closer to a table sized for its items --
   // at most `factor` times as large (at the sizing load) -- for more copying: a build from empty
   // moves each item about 1 / (factor - 1) times instead of once (docs/benchmarks.md has the
-  // trade measured). Any factor in [kMinGrowth, 2].
+  // trade measured). Any factor in [kMinGrowth, 2]. Tables under kFactorFrom buckets double
+  // whatever the factor (C1 says why).
   struct Growth {
     double factor = 2.0;
   };
   static constexpr double kMinGrowth = 1.125;
+  static constexpr std::uint64_t kFactorFrom = 4096;
 
   // Room for `capacity` items without a resize. Throws std::invalid_argument if that needs more
   // than 2^40 buckets, the library's table limit (reserve() likewise, changing nothing), or if
@@ -871,7 +880,8 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   // The size of the table that replaces one of `buckets` buckets when it fills (C1): at least
   // one bucket more, at most the table limit.
   std::uint64_t grown(std::uint64_t buckets) const noexcept {
-    const double larger = std::ceil(static_cast<double>(buckets) * growth_.factor);
+    const double factor = buckets < kFactorFrom ? 2.0 : growth_.factor;
+    const double larger = std::ceil(static_cast<double>(buckets) * factor);
     return std::clamp<std::uint64_t>(
         static_cast<std::uint64_t>(std::min(larger, static_cast<double>(kMaxBuckets))), buckets + 1,
         kMaxBuckets);

@@ -63,9 +63,10 @@
 //       inside its optimistic read: the copy holds the segment's lock, so a read that validates
 //       saw moved[s] and the items of one moment.
 //   R4  Sharing the work. Every insert and erase that finds its table migrating first claims one
-//       segment (a fetch_add on `claims`, taken mod the segment count: the cursor wraps) and
-//       migrates it unless it is moved already or its lock is busy (try-lock: skipped, a later
-//       claim comes round to it). A thread suspended in the middle of a segment's copy holds
+//       segment (TableMigration::claim: a wrapping cursor over the even segments, then the odd
+//       ones, so that claims in a row do not lock the same new segment, R2) and migrates it
+//       unless it is moved already or its lock is busy (try-lock: skipped, a later claim comes
+//       round to it). A thread suspended in the middle of a segment's copy holds
 //       that stripe's operations, as any suspended lock holder does; one suspended after its
 //       claim and before the lock holds nobody, and the others' claims migrate every other
 //       segment. An insert that finds no room in a migrating table migrates its own segment
@@ -235,7 +236,8 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
 
   struct Table;
 
-  using Migration = detail::TableMigration<Table>;  // its chunks: segments (R1-R5)
+  // Its chunks: segments (R1-R5), claimed even ones first (R4).
+  using Migration = detail::TableMigration<Table, detail::ClaimOrder::kEvenThenOdd>;
 
   struct Table {
     // The map's first table has its pages written now; a migration's, by those who fill it.
