@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -235,40 +234,6 @@ TEST(CuckooMap, DoublesPastItsSizingLoadWithoutWaitingForAFailedPath) {
   for (std::uint64_t key : keys) ASSERT_EQ(map.find(key), ~key);
 }
 
-// A growth factor below 2: each table of kFactorFrom buckets or more is ceil(factor * m) buckets
-// of the one before (smaller ones double), begun past the sizing load, so the grown map ends
-// within that factor of a map sized for its items.
-TEST(CuckooMap, GrowsByItsFactorAndEndsWithinItOfASizedMap) {
-  using Map = ccf::CuckooMap<std::uint64_t, std::uint64_t>;
-  constexpr double kFactor = 1.25;
-  Map map(1, Map::Growth{kFactor});
-  const std::size_t n = 200'000;  // 55,556 buckets sized: about 12 steps by the factor
-  std::mt19937_64 rng(12);
-  std::vector<std::uint64_t> keys;
-  std::uint64_t buckets = map.bucket_count();
-  std::size_t steps = 0;
-  while (keys.size() < n) {
-    const std::uint64_t key = rng();
-    ASSERT_EQ(map.insert(key, ~key), Status::kOk) << keys.size();
-    keys.push_back(key);
-    if (map.bucket_count() != buckets) {
-      const double factor = buckets < Map::kFactorFrom ? 2.0 : kFactor;
-      const auto expected =
-          static_cast<std::uint64_t>(std::ceil(factor * static_cast<double>(buckets)));
-      ASSERT_EQ(map.bucket_count(), std::max(expected, buckets + 1)) << "after " << buckets;
-      steps += factor == kFactor;
-      buckets = map.bucket_count();
-    }
-  }
-  map.reserve(n);  // completes a migration under way, if any
-  EXPECT_GE(steps, 10u) << "the map was meant to grow by its factor through many sizes";
-  const Map sized(n);
-  EXPECT_LE(static_cast<double>(map.bucket_count()),
-            kFactor * static_cast<double>(sized.bucket_count()) + 1)
-      << "grew before its sizing load";
-  for (std::uint64_t key : keys) ASSERT_EQ(map.find(key), ~key);
-}
-
 // Once a migration is under way, an insert moves its key's chunks, or claims one, passing over
 // chunks at the cursor that are moved already (detail/table_migration.hpp): one thread alone
 // ends a migration in fewer inserts than it has chunks (1,782 for 2,276 here). A claim that took
@@ -292,73 +257,6 @@ TEST(CuckooMap, AMigrationEndsWithinAnInsertPerChunk) {
   }
   EXPECT_LE(inserts, chunks);
   for (std::uint64_t key : keys) ASSERT_EQ(map.find(key), 1u);
-}
-
-// More threads than cores insert distinct keys into a map growing by the smallest factor from
-// kFactorFrom buckets, through about a dozen migrations into tables 1.125 times as large, while
-// a reader checks keys inserted before the threads started: none is refused (a migration that
-// got stuck for want of room in its new table would refuse them, C1), none lost.
-TEST(CuckooMap, ThreadsGrowingItByASmallFactorAreNeverRefused) {
-  using Map = ccf::CuckooMap<std::uint64_t, std::uint64_t>;
-  constexpr unsigned kThreads = 8;
-  const auto first = static_cast<std::size_t>(Map::kFactorFrom * Map::kSlots * Map::kSizingLoad);
-  Map map(first, Map::Growth{Map::kMinGrowth});
-  const std::uint64_t per_thread = 3 * first / kThreads;
-  for (std::uint64_t key = 1; key <= first / 2; ++key) ASSERT_EQ(map.insert(key, key), Status::kOk);
-  std::atomic<std::uint64_t> refused{0}, misses{0};
-  std::atomic<unsigned> writing{kThreads};
-  {
-    std::vector<std::jthread> threads;
-    for (unsigned t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&, t] {
-        for (std::uint64_t i = 0; i < per_thread; ++i) {
-          const std::uint64_t key = ccf::mix64(std::uint64_t{1} << 40 | (t + i * kThreads));
-          if (map.insert(key, key) != Status::kOk) refused.fetch_add(1);
-        }
-        writing.fetch_sub(1);
-      });
-    }
-    threads.emplace_back([&] {
-      for (std::uint64_t key = 1; writing.load() != 0; key = key % (first / 2) + 1) {
-        if (map.find(key) != key) misses.fetch_add(1);
-      }
-    });
-  }
-  EXPECT_EQ(refused.load(), 0u);
-  EXPECT_EQ(misses.load(), 0u);
-  EXPECT_GE(map.resizes(), 8u);
-  EXPECT_EQ(map.size(), first / 2 + kThreads * per_thread);
-  for (unsigned t = 0; t < kThreads; ++t) {
-    for (std::uint64_t i = 0; i < per_thread; ++i) {
-      const std::uint64_t key = ccf::mix64(std::uint64_t{1} << 40 | (t + i * kThreads));
-      ASSERT_EQ(map.find(key), key) << t << " " << i;
-    }
-  }
-}
-
-TEST(CuckooMap, RefusesAGrowthFactorOutsideItsRange) {
-  using Map = ccf::CuckooMap<std::uint64_t, std::uint64_t>;
-  for (const double factor : {1.0, 1.1, 2.01, -1.0, std::nan("")}) {
-    try {
-      Map map(16, Map::Growth{factor});
-      ADD_FAILURE() << "accepted growth factor " << factor;
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("growth factor"), std::string::npos) << e.what();
-    }
-  }
-  EXPECT_NO_THROW(Map(16, Map::Growth{Map::kMinGrowth}));
-  EXPECT_NO_THROW(Map(16, Map::Growth{2.0}));
-}
-
-// reserve() migrates once, straight to the size asked for, whatever the growth factor.
-TEST(CuckooMap, ReserveMigratesOnceToTheSizeAskedFor) {
-  using Map = ccf::CuckooMap<std::uint64_t, std::uint64_t>;
-  Map map(16, Map::Growth{Map::kMinGrowth});
-  for (std::uint64_t key = 1; key <= 10; ++key) ASSERT_EQ(map.insert(key, key), Status::kOk);
-  map.reserve(100'000);
-  EXPECT_EQ(map.resizes(), 1u);
-  EXPECT_EQ(map.bucket_count(), Map(100'000).bucket_count());
-  for (std::uint64_t key = 1; key <= 10; ++key) ASSERT_EQ(map.find(key), key);
 }
 
 // Random inserts and erases against a model, the map checked against it every 512 operations;

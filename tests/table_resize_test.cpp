@@ -10,7 +10,9 @@
 //   race them, readers check keys nobody touches;
 // - a thread suspended in the middle of its share of a migration: the others' operations and
 //   the resize complete without it, and it resumes harmlessly into a retired table;
-// - short histories racing a migration, checked for linearizability.
+// - short histories racing a migration, checked for linearizability;
+// - for the maps that take a growth factor below 2: each step's size, the grown size against a
+//   sized map, and threads growing one by its smallest factor never refused.
 // The contract every table keeps (model, churn, histories on a quiet table) is in
 // hash_table_contract_test.cpp.
 #include <gtest/gtest.h>
@@ -18,11 +20,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -89,17 +94,162 @@ struct SlowGrowingCuckooMap : ccf::CuckooMap<std::uint64_t, std::uint64_t> {
 };
 template <>
 struct Resizing<SlowGrowingCuckooMap> : Resizing<ccf::CuckooMap<std::uint64_t, std::uint64_t>> {};
+// Hopscotch likewise, from HopscotchMap::kFactorFrom homes on: each copy writes a run of new
+// segments that is not 2s .. 2s + 2, shared with its neighbours' copies at both ends (R2).
+struct SlowGrowingHopscotch : ccf::HopscotchMap<32> {
+  explicit SlowGrowingHopscotch(std::size_t capacity)
+      : ccf::HopscotchMap<32>(capacity, Growth{kMinGrowth}) {}
+};
+template <>
+struct Resizing<SlowGrowingHopscotch> : Resizing<ccf::HopscotchMap<32>> {};
 
 template <class Table>
 class TableResize : public ::testing::Test {};
 
 // CLHT with bucket locks, elided bucket locks, and a global (TTAS, not FIFO: fair to 8 threads on
 // 2 cores) elided lock: the three ways the policies take a head; lock-free CLHT; Hopscotch with
-// both neighbourhoods; the cuckoo map, doubling and growing by its smallest factor.
-using Tables = ::testing::Types<ccf::ClhtLb, ccf::HtmClhtFine, ccf::htm_clht::ScmTtasOpt,
-                                ccf::ClhtLf, ccf::HopscotchMap<32>, ccf::HopscotchMap<64>,
-                                ccf::CuckooMap<std::uint64_t, std::uint64_t>, SlowGrowingCuckooMap>;
+// both neighbourhoods and growing by its smallest factor; the cuckoo map, doubling and growing
+// by its smallest factor.
+using Tables =
+    ::testing::Types<ccf::ClhtLb, ccf::HtmClhtFine, ccf::htm_clht::ScmTtasOpt, ccf::ClhtLf,
+                     ccf::HopscotchMap<32>, ccf::HopscotchMap<64>, SlowGrowingHopscotch,
+                     ccf::CuckooMap<std::uint64_t, std::uint64_t>, SlowGrowingCuckooMap>;
 TYPED_TEST_SUITE(TableResize, Tables);
+
+// The maps that take a growth factor (detail/growth_factor.hpp), and the lowest load at which
+// each begins a resize for random keys: the cuckoo map past its sizing load (C1), Hopscotch when
+// a placement first fails (0.79 at 2^23 items; 0.7 or more at smaller sizes).
+template <class Map>
+struct Factored;
+template <>
+struct Factored<ccf::CuckooMap<std::uint64_t, std::uint64_t>> {
+  static constexpr double kLowestGrowthLoad =
+      ccf::CuckooMap<std::uint64_t, std::uint64_t>::kSizingLoad;
+};
+template <>
+struct Factored<ccf::HopscotchMap<32>> {
+  static constexpr double kLowestGrowthLoad = 0.7;
+};
+
+template <class Map>
+class GrowthFactor : public ::testing::Test {};
+using FactoredMaps =
+    ::testing::Types<ccf::CuckooMap<std::uint64_t, std::uint64_t>, ccf::HopscotchMap<32>>;
+TYPED_TEST_SUITE(GrowthFactor, FactoredMaps);
+
+// Each table of kFactorFrom buckets or more is ceil(factor * m) buckets of the one before
+// (smaller ones double), so the grown map ends within about that factor of a map sized for its
+// items: exactly within it if its last resize began at its sizing load or above.
+TYPED_TEST(GrowthFactor, GrowsByItsFactorAndEndsWithinItOfASizedMap) {
+  using Map = TypeParam;
+  constexpr double kFactor = 1.25;
+  Map map(1, typename Map::Growth{kFactor});
+  const std::size_t n = 200'000;  // tens of thousands of buckets sized: over 10 factor steps
+  std::mt19937_64 rng(12);
+  std::vector<std::uint64_t> keys;
+  std::uint64_t buckets = map.bucket_count();
+  unsigned steps = 0;
+  while (keys.size() < n) {
+    const std::uint64_t key = rng() | 1;
+    ASSERT_EQ(map.insert(key, ~key), Status::kOk) << keys.size();
+    keys.push_back(key);
+    // One insert may finish a migration and begin the next: follow every step to the new size.
+    while (map.bucket_count() != buckets) {
+      const double factor = buckets < Map::kFactorFrom ? 2.0 : kFactor;
+      ASSERT_LT(buckets, map.bucket_count()) << "after " << buckets;
+      steps += factor == kFactor;
+      buckets =
+          std::max(static_cast<std::uint64_t>(std::ceil(factor * static_cast<double>(buckets))),
+                   buckets + 1);
+      ASSERT_LE(buckets, map.bucket_count()) << "a step other than the factor's";
+    }
+  }
+  map.reserve(n);  // completes a migration under way, if any
+  EXPECT_GE(steps, 10u) << "the map was meant to grow by its factor through many sizes";
+  const Map sized(n);
+  EXPECT_LE(static_cast<double>(map.bucket_count()),
+            kFactor * static_cast<double>(sized.bucket_count()) * Map::kSizingLoad /
+                    Factored<Map>::kLowestGrowthLoad +
+                1)
+      << "grown to " << map.bucket_count() << "; sized: " << sized.bucket_count();
+  for (const std::uint64_t key : keys) ASSERT_EQ(map.find(key), ~key);
+}
+
+TYPED_TEST(GrowthFactor, RefusesAFactorOutsideItsRange) {
+  using Map = TypeParam;
+  for (const double factor : {1.0, Map::kMinGrowth - 0.01, 2.01, -1.0, std::nan("")}) {
+    try {
+      Map map(16, typename Map::Growth{factor});
+      ADD_FAILURE() << "accepted growth factor " << factor;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("growth factor must lie in ["), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_NO_THROW(Map(16, typename Map::Growth{Map::kMinGrowth}));
+  EXPECT_NO_THROW(Map(16, typename Map::Growth{2.0}));
+}
+
+// reserve() migrates once, straight to the size asked for, whatever the growth factor.
+TYPED_TEST(GrowthFactor, ReserveMigratesOnceToTheSizeAskedFor) {
+  using Map = TypeParam;
+  Map map(16, typename Map::Growth{Map::kMinGrowth});
+  for (std::uint64_t key = 1; key <= 10; ++key) ASSERT_EQ(map.insert(key, key), Status::kOk);
+  map.reserve(100'000);
+  EXPECT_EQ(map.resizes(), 1u);
+  EXPECT_EQ(map.bucket_count(), Map(100'000).bucket_count());
+  for (std::uint64_t key = 1; key <= 10; ++key) ASSERT_EQ(map.find(key), key);
+}
+
+// The maps that grow by less than 2, at their smallest factor, from their kFactorFrom size on:
+// more threads than cores insert distinct keys through about ten migrations or more, while a
+// reader checks keys inserted before they started. None is refused (a migration stuck for want
+// of room in its new table would refuse them: cuckoo_map.hpp C1, hopscotch_map.hpp R2), none
+// lost.
+template <class Map>
+class SlowGrowth : public ::testing::Test {};
+using SlowGrowingMaps = ::testing::Types<SlowGrowingCuckooMap, SlowGrowingHopscotch>;
+TYPED_TEST_SUITE(SlowGrowth, SlowGrowingMaps);
+
+TYPED_TEST(SlowGrowth, ThreadsGrowingItFromItsFactorSizeAreNeverRefused) {
+  constexpr unsigned kThreads = 8;
+  TypeParam map(1);
+  std::uint64_t first = 0;  // keys 1 .. first: those in the map when it reaches kFactorFrom
+  while (map.bucket_count() < TypeParam::kFactorFrom) {
+    ++first;
+    ASSERT_EQ(map.insert(first, first), Status::kOk);
+  }
+  const std::uint64_t resizes_before = map.resizes();
+  const std::uint64_t per_thread = 2 * first;  // 17 times the items: 9 or more steps of 1.25
+  const auto key_of = [](unsigned t, std::uint64_t i) {
+    return ccf::mix64(std::uint64_t{1} << 40 | (t + i * kThreads)) | 1;
+  };
+  std::atomic<std::uint64_t> refused{0}, misses{0};
+  std::atomic<unsigned> writing{kThreads};
+  {
+    std::vector<std::jthread> threads;
+    for (unsigned t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (std::uint64_t i = 0; i < per_thread; ++i) {
+          if (map.insert(key_of(t, i), i) != Status::kOk) refused.fetch_add(1);
+        }
+        writing.fetch_sub(1);
+      });
+    }
+    threads.emplace_back([&] {
+      for (std::uint64_t key = 1; writing.load() != 0; key = key % first + 1) {
+        if (map.find(key) != key) misses.fetch_add(1);
+      }
+    });
+  }
+  EXPECT_EQ(refused.load(), 0u);
+  EXPECT_EQ(misses.load(), 0u);
+  EXPECT_GE(map.resizes() - resizes_before, 8u) << "the map was meant to grow by its factor";
+  EXPECT_EQ(map.size(), first + kThreads * per_thread);
+  for (unsigned t = 0; t < kThreads; ++t) {
+    for (std::uint64_t i = 0; i < per_thread; ++i) ASSERT_EQ(map.find(key_of(t, i)), i) << t;
+  }
+}
 
 TYPED_TEST(TableResize, AgreesWithAMapWhileMigrating) {
   TypeParam table(1);

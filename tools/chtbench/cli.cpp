@@ -210,7 +210,8 @@ void add_run_command(CLI::App& app, RunArgs& a) {
       ->transform(in_range(std::uint64_t{1}, kU64Max));
   run->add_option("--growth", a.config.growth,
                   "hash tables: the factor a table grows by when it fills (cuckoo-map: any in "
-                  "[1.125, 2]; the others only double); default: the table's own (2)")
+                  "[1.125, 2]; hopscotch, hopscotch-64: any in [1.25, 2]; the others only "
+                  "double); default: the table's own (2)")
       ->transform(in_range(1.0, 2.0));
   run->add_option("--fp-bits", a.config.fp_bits,
                   "filters: fingerprint bits (Bloom filters: bits per item); each filter "

@@ -1,10 +1,10 @@
 // The tables a resizable hash map has had (tables/basic_clht.hpp, tables/clht_lf.hpp,
 // tables/cuckoo_map.hpp, tables/hopscotch_map.hpp): the current one and every older one, kept
 // until the map is destroyed instead of a grace period -- lookups never announce themselves, so
-// one may still be reading an old table. Each table is twice the one before, so the old ones
-// together are smaller than the current one. (BasicClht and HopscotchMap hand an old table's pages
-// back once its migration is done, keeping only the Table object: see their M6 and R6.) Also what
-// resizing has cost.
+// one may still be reading an old table. Each map hands an old table's pages back once its
+// migration is done, keeping only the Table object (BasicClht's M6, ClhtLf's L6, CuckooMap's C6,
+// HopscotchMap's R6), so old tables cost little even for a map that grows by less than 2. Also
+// what resizing has cost.
 #pragma once
 
 #include <atomic>

@@ -17,9 +17,10 @@
 //                       while a writer is inside one of its stripes.
 //   Guard(a[, b[, c]])  locks the stripes of up to three buckets, in address order (no deadlock
 //                       between guards), each once.
-//   RangeGuard(a, n, wait)  the stripes of buckets a .. a + n - 1 (a run that does not wrap
-//                       around), in address order; without `wait`, only if each is free when
-//                       tried (else none held).
+//   RangeGuard(a, n, wait)  the stripes of buckets a .. a + n - 1 (n <= S), in address order
+//                       (a run that wraps around takes its part at the start of the array
+//                       first); without `wait`, only if each is free when tried (else none
+//                       held).
 //   prefetch_for_lock(a, b)  fetch the stripe lines of buckets a and b for writing, ahead of a
 //                       Guard: a batch stages it with the buckets, so that the lock's miss
 //                       overlaps theirs and those of the keys ahead instead of coming after.
@@ -133,16 +134,17 @@ class SeqStripes {
     unsigned count_;
   };
 
-  // Holds the stripes of a run of buckets for its lifetime (the chunk a migration copies). The
-  // run must not wrap around the stripes: (first mod count()) + n <= count(), as a run aligned
-  // to a power of two at most count() never does.
+  // Holds the stripes of a run of n <= count() buckets for its lifetime (the chunk a migration
+  // copies, or the new segments a copy writes), in address order like Guard's.
   class RangeGuard {
    public:
     RangeGuard(const SeqStripes& stripes, std::uint64_t first, std::uint64_t n, bool wait) noexcept
-        : stripes_(stripes), first_(first & (stripes.count_ - 1)) {
-      assert(first_ + n <= stripes.count_);
-      for (end_ = first_; end_ < first_ + n; ++end_) {
-        Stripe& stripe = stripes_.stripes_[end_];
+        : stripes_(stripes),
+          first_(first & (stripes.count_ - 1)),
+          wrapped_(first_ + n > stripes.count_ ? first_ + n - stripes.count_ : 0) {
+      assert(n <= stripes.count_);
+      for (held_ = 0; held_ < n; ++held_) {
+        Stripe& stripe = stripes_.stripes_[index(held_)];
         if (wait) {
           lock(stripe);
         } else if (!try_lock(stripe)) {
@@ -160,13 +162,18 @@ class SeqStripes {
     bool owns() const noexcept { return owns_; }
 
    private:
+    // The i-th stripe in address order: the wrapped part [0, wrapped_), then [first_, count).
+    std::uint64_t index(std::uint64_t i) const noexcept {
+      return i < wrapped_ ? i : first_ + (i - wrapped_);
+    }
     void release() noexcept {
-      for (std::uint64_t s = first_; s < end_; ++s) unlock(stripes_.stripes_[s]);
+      for (std::uint64_t i = 0; i < held_; ++i) unlock(stripes_.stripes_[index(i)]);
     }
 
     const SeqStripes& stripes_;
-    std::uint64_t first_;
-    std::uint64_t end_ = 0;  // [first_, end_): held
+    const std::uint64_t first_;
+    const std::uint64_t wrapped_;  // stripes of the run past the end of the array
+    std::uint64_t held_ = 0;       // index(0 .. held_): held
     bool owns_ = false;
   };
 

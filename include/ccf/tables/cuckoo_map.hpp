@@ -180,6 +180,7 @@
 #include "ccf/detail/addressing.hpp"
 #include "ccf/detail/bit_lanes.hpp"
 #include "ccf/detail/cuckoo_path.hpp"
+#include "ccf/detail/growth_factor.hpp"
 #include "ccf/detail/map_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/prefetch.hpp"
@@ -209,15 +210,10 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   // Buckets a migration moves per claim (C2, C4): about 30 items near the sizing load.
   static constexpr std::uint64_t kChunk = 8;
 
-  // How much larger each table is than the one it replaces (C1). 2, the default, doubles it, as
-  // most maps do. Less keeps the memory after growing closer to a table sized for its items --
-  // at most `factor` times as large (at the sizing load) -- for more copying: a build from empty
-  // moves each item about 1 / (factor - 1) times instead of once (docs/benchmarks.md has the
-  // trade measured). Any factor in [kMinGrowth, 2]. Tables under kFactorFrom buckets double
-  // whatever the factor (C1 says why).
-  struct Growth {
-    double factor = 2.0;
-  };
+  // How much larger each table is than the one it replaces (C1; detail/growth_factor.hpp): any
+  // factor in [kMinGrowth, 2], 2 by default. Tables under kFactorFrom buckets double whatever
+  // the factor (C1 says why).
+  using Growth = detail::Growth;
   static constexpr double kMinGrowth = 1.125;
   static constexpr std::uint64_t kFactorFrom = 4096;
 
@@ -229,7 +225,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   CuckooMap(std::size_t capacity, Growth growth, Hash hash = {}, KeyEqual equal = {})
       : hash_(std::move(hash)),
         equal_(std::move(equal)),
-        growth_(checked(growth)),
+        growth_(detail::checked_growth(growth, kMinGrowth, "CuckooMap")),
         tables_(std::make_unique<Table>(buckets_for(capacity), detail::BucketPages::kWritten)) {}
   CuckooMap(const CuckooMap&) = delete;
   CuckooMap& operator=(const CuckooMap&) = delete;
@@ -590,7 +586,6 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   static std::size_t stripes_for(std::uint64_t buckets) {
     return std::clamp<std::size_t>(std::bit_ceil(buckets / 64 + 1), 64, 4096);
   }
-  static_assert(64 % kChunk == 0, "a chunk's stripes never wrap around (SeqStripes::RangeGuard)");
 
   std::uint64_t hash(const Key& key) const { return mix64(static_cast<std::uint64_t>(hash_(key))); }
 
@@ -868,23 +863,10 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
            static_cast<double>(size()) > kSizingLoad * static_cast<double>(kSlots * table.buckets);
   }
 
-  static Growth checked(Growth growth) {
-    if (!(growth.factor >= kMinGrowth && growth.factor <= 2.0)) {
-      std::array<char, 32> text{};
-      char* end = std::to_chars(text.data(), text.data() + text.size(), growth.factor).ptr;
-      throw std::invalid_argument("CuckooMap growth factor must lie in [1.125, 2], not " +
-                                  std::string(text.data(), end));
-    }
-    return growth;
-  }
   // The size of the table that replaces one of `buckets` buckets when it fills (C1): at least
   // one bucket more, at most the table limit.
   std::uint64_t grown(std::uint64_t buckets) const noexcept {
-    const double factor = buckets < kFactorFrom ? 2.0 : growth_.factor;
-    const double larger = std::ceil(static_cast<double>(buckets) * factor);
-    return std::clamp<std::uint64_t>(
-        static_cast<std::uint64_t>(std::min(larger, static_cast<double>(kMaxBuckets))), buckets + 1,
-        kMaxBuckets);
+    return detail::grown_size(buckets, growth_, kFactorFrom, kMaxBuckets);
   }
 
   // (C1) Begins the migration of `table`, the current one, into a table of `buckets` buckets

@@ -33,7 +33,8 @@
 //   erase   lock the home's segment; clear the item's bit, then free its bucket (key 0).
 //   resize  when no free bucket lies within reach (to the end of segment s + 1) or none can be
 //           hopped into the neighbourhood, and the table is at least half full: a migration
-//           into a table twice as large (below), which the updates carry out together. Below
+//           into a table `Growth::factor` times as large (twice by default; below), which the
+//           updates carry out together. Below
 //           half full, a failure means more than H keys share one home: a degenerate hash, and
 //           the insert returns kFull instead of growing without end.
 //
@@ -41,16 +42,19 @@
 // ConcurrentHashMap's transfers; BasicClht's M1-M6 in tables/basic_clht.hpp). Each table has its
 // own SeqStripes; a migration holds the old table's segment lock, then the new table's.
 //   R1  Begin. The insert that finds no room in the current table, if it gets resize_lock_ (a
-//       try-lock: others go on), allocates the table of 2m homes and the migration's state (a
+//       try-lock: others go on), allocates the table of ceil(factor * m) homes (or what
+//       reserve() asks for) and the migration's state (a
 //       `moved` flag per old segment, counters) and stores the old table's `migration` pointer
 //       (release; loaded with acquire). Only a current table begins one, and only once (the
 //       pointer is never reset), so at most two tables take updates at any time.
-//   R2  One segment. Doubling with reduce_range sends old home b to new home 2b or 2b + 1, so
-//       old segment s's items go to new segments 2s and 2s + 1, and their inserts reach no
-//       further than the end of 2s + 2. migrate_segment holds old segment s's lock -- every
-//       change to an item homed in s holds it (I) -- and new segments 2s .. 2s + 2's (Guard of
-//       three; other migrations and updates of the new table take those too: no two copies or
-//       updates touch one new item at once), places each item homed in s into the new table,
+//   R2  One segment. reduce_range keeps the order of hashes: from m homes to m' ones, old home
+//       b's items go to new homes floor(b m' / m) .. ceil((b + 1) m' / m) - 1, so old segment
+//       s's go to one run of new segments (2s and 2s + 1 when doubling; at most three for any
+//       factor up to 2), and their inserts reach no further than the end of the segment after
+//       it (target_segments()). migrate_segment holds old segment s's lock -- every change to an
+//       item homed in s holds it (I) -- and that run's new segments' (a RangeGuard; neighbouring
+//       copies share a segment at the run's ends, and updates of the new table take theirs too:
+//       no two copies or updates touch one new item at once), places each item homed in s,
 //       then sets moved[s] (release) before it unlocks. Invariant: an item homed in old segment
 //       s lives in the old table while moved[s] is clear, in the new table once it is set, and
 //       moved[s] is never cleared. Should an item find no room in the new table (a degenerate
@@ -94,6 +98,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cassert>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -105,8 +110,10 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 
 #include "ccf/detail/clht_sizing.hpp"
+#include "ccf/detail/growth_factor.hpp"
 #include "ccf/detail/map_api.hpp"
 #include "ccf/detail/page_buffer.hpp"
 #include "ccf/detail/prefetch.hpp"
@@ -142,10 +149,23 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
   static constexpr double kSizingLoad = 0.75;
   static constexpr std::uint64_t kSegment = 256;  // buckets; at least 2H (see insert)
 
+  // How much larger each table is than the one it replaces (R1; detail/growth_factor.hpp): any
+  // factor in [kMinGrowth, 2], 2 by default. Not below 1.25: a copy that finds no room in the
+  // new table makes the migration stuck (R2), and a table grown by g from load 0.79 stands at
+  // 0.79 / g after it -- 0.63 at 1.25, well below the load where placements first fail. Tables
+  // under kFactorFrom homes (16 segments) double whatever the factor (the growth_factor.hpp
+  // header says why).
+  using Growth = detail::Growth;
+  static constexpr double kMinGrowth = 1.25;
+  static constexpr std::uint64_t kFactorFrom = 16 * kSegment;
+
   // Room for `capacity` items at the sizing load without a resize. Throws std::invalid_argument
-  // beyond the 2^40-bucket table limit; reserve() likewise, changing nothing.
-  explicit HopscotchMap(std::size_t capacity = 1024)
-      : tables_(std::make_unique<Table>(homes_for(capacity), detail::BucketPages::kWritten)) {}
+  // beyond the 2^40-bucket table limit (reserve() likewise, changing nothing), or if the growth
+  // factor is outside [kMinGrowth, 2].
+  explicit HopscotchMap(std::size_t capacity = 1024) : HopscotchMap(capacity, Growth{}) {}
+  HopscotchMap(std::size_t capacity, Growth growth)
+      : growth_(detail::checked_growth(growth, kMinGrowth, "HopscotchMap")),
+        tables_(std::make_unique<Table>(homes_for(capacity), detail::BucketPages::kWritten)) {}
   HopscotchMap(const HopscotchMap&) = delete;
   HopscotchMap& operator=(const HopscotchMap&) = delete;
 
@@ -195,16 +215,17 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
   std::size_t bucket_count() const noexcept { return tables_.current()->homes; }
   // Home buckets of the current table.
   std::size_t capacity() const noexcept { return bucket_count(); }
-  // Grows the table (doubling, as often as needed) so that `capacity` items fit at the sizing
-  // load, migrating until it does (with whichever threads help); stops early, changing nothing
-  // more, if a migration is stuck (R2) or at the table limit.
+  // Grows the table so that `capacity` items fit at the sizing load -- one migration, straight
+  // to that size (or one growth step, if more) -- migrating until it does (with whichever
+  // threads help); stops early, changing nothing more, if a migration is stuck (R2) or at the
+  // table limit.
   void reserve(std::size_t capacity) {
     const std::uint64_t homes = homes_for(capacity);
     for (Table* table = tables_.current(); table->homes < homes; table = tables_.current()) {
       Migration* m = table->migration.load(std::memory_order_acquire);
       if (m == nullptr) {
-        if (2 * table->homes > kMaxHomes) return;
-        begin_migration(*table);
+        if (table->homes >= kMaxHomes) return;
+        begin_migration(*table, std::max(homes, grown(table->homes)));
       } else if (m->stuck()) {
         return;
       } else {
@@ -335,7 +356,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
       return migrate_segment(table, *m, segment, /*wait=*/true) != Move::kStuck;
     }
     if (!tables_.is_current(&table)) {
-      // The target of a migration under way, or already superseded (tables only double, so a
+      // The target of a migration under way, or already superseded (tables only grow, so a
       // current table as large means `table` was published): help until it is.
       for (Table* old = tables_.current(); old->homes < table.homes; old = tables_.current()) {
         Migration* m = old->migration.load(std::memory_order_acquire);  // into `table`
@@ -344,8 +365,8 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
       }
       return true;
     }
-    if (2 * size() < table.homes || 2 * table.homes > kMaxHomes) return false;
-    begin_migration(table);
+    if (2 * size() < table.homes || table.homes >= kMaxHomes) return false;
+    begin_migration(table, grown(table.homes));
     return true;
   }
 
@@ -354,17 +375,24 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
     if (Migration* m = table.migration.load(std::memory_order_acquire)) migrate_claimed(table, *m);
   }
 
-  // (R1) Begins the migration of `table`, the current one, unless another thread is beginning
-  // one (it then yields, so that one finishes). May throw std::bad_alloc, having changed nothing.
-  void begin_migration(Table& table) {
+  // The size of the table that replaces one of `homes` homes when it fills (R1): at least one
+  // home more, at most the table limit.
+  std::uint64_t grown(std::uint64_t homes) const noexcept {
+    return detail::grown_size(homes, growth_, kFactorFrom, kMaxHomes);
+  }
+
+  // (R1) Begins the migration of `table`, the current one, into a table of `homes` homes (more
+  // than it has), unless another thread is beginning one (it then yields, so that one
+  // finishes). May throw std::bad_alloc, having changed nothing.
+  void begin_migration(Table& table, std::uint64_t homes) {
+    assert(homes > table.homes && homes <= kMaxHomes);
     const std::unique_lock lock(resize_lock_, std::try_to_lock);
     if (!lock.owns_lock()) {
       std::this_thread::yield();
       return;
     }
     if (table.migration.load(std::memory_order_relaxed) != nullptr) return;
-    Table* to =
-        tables_.keep(std::make_unique<Table>(2 * table.homes, detail::BucketPages::kOnFirstUse));
+    Table* to = tables_.keep(std::make_unique<Table>(homes, detail::BucketPages::kOnFirstUse));
     table.owned_migration = std::make_unique<Migration>(to, table.segments());
     table.migration.store(table.owned_migration.get(), std::memory_order_release);
   }
@@ -384,7 +412,8 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
     return m.move(
         s, [&] { return sync::SeqStripes::RangeGuard(from.stripes, s, 1, wait); },
         [&] {
-          const sync::SeqStripes::Guard guard(m.to->stripes, 2 * s, 2 * s + 1, 2 * s + 2);
+          const auto [first, count] = target_segments(from, *m.to, s);
+          const sync::SeqStripes::RangeGuard guard(m.to->stripes, first, count, /*wait=*/true);
           return copy_segment(from, *m.to, s);
         },
         [&] {
@@ -392,6 +421,21 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
           // (R6) Every segment is moved: no update touches the buckets any more.
           from.retired.store(from.storage.discard(), std::memory_order_relaxed);
         });
+  }
+
+  // (R2) The run of `to`'s segments that the copy of `from`'s segment s may touch: the first and
+  // how many (3 when doubling, at most 4). reduce_range(h, m) = floor(h m / 2^64), so a hash
+  // with old home b has b m' / m <= its new home < (b + 1) m' / m.
+  static std::pair<std::uint64_t, std::uint64_t> target_segments(const Table& from, const Table& to,
+                                                                 std::uint64_t s) {
+    __extension__ using u128 = unsigned __int128;
+    const std::uint64_t first_home = s * kSegment;
+    const std::uint64_t end_home = std::min(first_home + kSegment, from.homes);
+    const auto lowest = static_cast<std::uint64_t>(u128{first_home} * to.homes / from.homes);
+    const auto highest =
+        static_cast<std::uint64_t>((u128{end_home} * to.homes + from.homes - 1) / from.homes - 1);
+    const std::uint64_t first = lowest / kSegment;
+    return {first, highest / kSegment + 2 - first};  // + the segment after: reach()
   }
 
   // Places every item homed in old segment s into `to` (under the locks R2 names); false, with
@@ -495,6 +539,7 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
     return free;
   }
 
+  const Growth growth_;
   std::mutex resize_lock_;  // who begins a migration (R1)
   detail::ShardedCounter items_;
   detail::TableGenerations<Table> tables_;
