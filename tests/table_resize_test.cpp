@@ -30,6 +30,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ccf/detail/page_buffer.hpp"
@@ -199,6 +200,23 @@ TYPED_TEST(GrowthFactor, ReserveMigratesOnceToTheSizeAskedFor) {
   EXPECT_EQ(map.resizes(), 1u);
   EXPECT_EQ(map.bucket_count(), Map(100'000).bucket_count());
   for (std::uint64_t key = 1; key <= 10; ++key) ASSERT_EQ(map.find(key), key);
+}
+
+// reserve() far beyond the next size: one migration into a table thousands of times as large,
+// whose copies' runs of new buckets are longer than the new table has stripes (a Hopscotch copy
+// that locked such a run stripe by stripe took some stripes twice and waited for itself).
+TYPED_TEST(GrowthFactor, ReserveFarBeyondTheNextSizeMigratesOnce) {
+  using Map = TypeParam;
+  for (const auto& [from, to] :
+       {std::pair<std::size_t, std::size_t>{1, 12'200}, {300, 2'000'000}}) {
+    Map map(from);
+    for (std::uint64_t key = 1; key <= 100; ++key) ASSERT_EQ(map.insert(key, ~key), Status::kOk);
+    const std::uint64_t resizes_before = map.resizes();
+    map.reserve(to);
+    EXPECT_EQ(map.resizes() - resizes_before, 1u) << from << " -> " << to;
+    EXPECT_EQ(map.bucket_count(), Map(to).bucket_count());
+    for (std::uint64_t key = 1; key <= 100; ++key) ASSERT_EQ(map.find(key), ~key);
+  }
 }
 
 // The maps that grow by less than 2, at their smallest factor, from their kFactorFrom size on:

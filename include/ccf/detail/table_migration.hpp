@@ -15,8 +15,8 @@
 //             The cursor visits the chunks in order (kInOrder: the old table is read as one
 //             stream), or the even ones, then the odd ones (kEvenThenOdd), for a table whose
 //             neighbouring chunks' copies share a piece of the new table (Hopscotch's copy of
-//             segment s locks new segments 2s .. 2s + 2, R2): claimed in order, two threads'
-//             copies waited for each other, one after the other.
+//             segment s locks a run of new segments, 2s .. 2s + 2 when doubling, R2): claimed
+//             in order, two threads' copies waited for each other, one after the other.
 //             It passes over at most kMaxSkips moved chunks: where updates move their own keys'
 //             chunks (tables/cuckoo_map.hpp C3), late in a migration most chunks at the cursor
 //             are moved, and a claim that took the first of them would move nothing -- the

@@ -50,8 +50,9 @@
 //   R2  One segment. reduce_range keeps the order of hashes: from m homes to m' ones, old home
 //       b's items go to new homes floor(b m' / m) .. ceil((b + 1) m' / m) - 1, so old segment
 //       s's go to one run of new segments (2s and 2s + 1 when doubling; at most three for any
-//       factor up to 2), and their inserts reach no further than the end of the segment after
-//       it (target_segments()). migrate_segment holds old segment s's lock -- every change to an
+//       factor up to 2; for a reserve() far larger, possibly every stripe of the new table), and
+//       their inserts reach no further than the end of the segment after it
+//       (target_segments()). migrate_segment holds old segment s's lock -- every change to an
 //       item homed in s holds it (I) -- and that run's new segments' (a RangeGuard; neighbouring
 //       copies share a segment at the run's ends, and updates of the new table take theirs too:
 //       no two copies or updates touch one new item at once), places each item homed in s,
@@ -68,7 +69,8 @@
 //       saw moved[s] and the items of one moment.
 //   R4  Sharing the work. Every insert and erase that finds its table migrating first claims one
 //       segment (TableMigration::claim: a wrapping cursor over the even segments, then the odd
-//       ones, so that claims in a row do not lock the same new segment, R2) and migrates it
+//       ones, so that claims in a row do not lock the same new segment when doubling, R2) and
+//       migrates it
 //       unless it is moved already or its lock is busy (try-lock: skipped, a later claim comes
 //       round to it). A thread suspended in the middle of a segment's copy holds
 //       that stripe's operations, as any suspended lock holder does; one suspended after its
@@ -424,8 +426,10 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
   }
 
   // (R2) The run of `to`'s segments that the copy of `from`'s segment s may touch: the first and
-  // how many (3 when doubling, at most 4). reduce_range(h, m) = floor(h m / 2^64), so a hash
-  // with old home b has b m' / m <= its new home < (b + 1) m' / m.
+  // how many (3 when doubling, at most 4 for a factor up to 2; reserve() may grow by more).
+  // reduce_range(h, m) = floor(h m / 2^64), so a hash with old home b has b m' / m <= its new
+  // home < (b + 1) m' / m. A run longer than `to`'s stripes is all of them (segment i belongs to
+  // stripe i mod T), so the count stops there.
   static std::pair<std::uint64_t, std::uint64_t> target_segments(const Table& from, const Table& to,
                                                                  std::uint64_t s) {
     __extension__ using u128 = unsigned __int128;
@@ -435,7 +439,8 @@ class HopscotchMap : public detail::MapApi<HopscotchMap<H, Hook>, std::uint64_t,
     const auto highest =
         static_cast<std::uint64_t>((u128{end_home} * to.homes + from.homes - 1) / from.homes - 1);
     const std::uint64_t first = lowest / kSegment;
-    return {first, highest / kSegment + 2 - first};  // + the segment after: reach()
+    const std::uint64_t run = highest / kSegment + 2 - first;  // + the segment after: reach()
+    return {first, std::min<std::uint64_t>(run, to.stripes.count())};
   }
 
   // Places every item homed in old segment s into `to` (under the locks R2 names); false, with
