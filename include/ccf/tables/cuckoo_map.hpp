@@ -172,6 +172,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -912,20 +913,33 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   }
 
   // Inserts every item of the chunk at `first` of `from` into `to` (under the chunk's stripes
-  // in `from`); false, with `to` as it was, if one finds no path.
+  // in `from`); false, with `to` as it was, if one finds no path. The items' hashes come first,
+  // each starting the miss on its primary bucket in `to`, so that the inserts overlap their
+  // misses rather than wait for them one by one.
   bool copy_chunk(const Table& from, Table& to, std::uint64_t first) {
+    struct Item {
+      Slot slot;
+      std::uint64_t h;
+    };
+    std::array<Item, kChunk * kSlots> items;
+    std::size_t count = 0;
     const std::uint64_t end = std::min(first + kChunk, from.buckets);
     for (std::uint64_t b = first; b < end; ++b) {
       const std::uint64_t header = from.header(b);
       for (unsigned lane = 0; lane < kSlots; ++lane) {
         if (Tags::get(header, lane) == 0) continue;
-        const Key key = from.key({b, lane});
-        // `to` is not current, so it never migrates: put_in answers, or finds no path (kFull).
-        if (put_in(to, hash(key), key, from.value({b, lane}), false, OnNoPath::kFull) !=
-            Status::kOk) {
-          take_back(from, to, first, b, lane);
-          return false;
-        }
+        const Slot slot{b, lane};
+        const std::uint64_t h = hash(from.key(slot));
+        to.prefetch(to.addressing.index(h));
+        items[count++] = {slot, h};
+      }
+    }
+    for (const Item& item : std::span(items.data(), count)) {
+      // `to` is not current, so it never migrates: put_in answers, or finds no path (kFull).
+      if (put_in(to, item.h, from.key(item.slot), from.value(item.slot), false, OnNoPath::kFull) !=
+          Status::kOk) {
+        take_back(from, to, first, item.slot.bucket, item.slot.lane);
+        return false;
       }
     }
     return true;
