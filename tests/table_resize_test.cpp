@@ -118,7 +118,8 @@ using Tables =
 TYPED_TEST_SUITE(TableResize, Tables);
 
 // The maps that take a growth factor (detail/growth_factor.hpp), and the lowest load at which
-// each begins a resize for random keys: the cuckoo map past its sizing load (C1), Hopscotch when
+// each begins a resize for random keys: the cuckoo map past its growth load (C1; its sizing load
+// bounds that from below, as it does where a path search fails first), Hopscotch when
 // a placement first fails (0.79 at 2^23 items; 0.7 or more at smaller sizes).
 template <class Map>
 struct Factored;

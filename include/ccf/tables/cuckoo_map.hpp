@@ -65,7 +65,7 @@
 //             and clear the key's tag there -- or, absent from i1 and its overflow zero,
 //             kNotFound. Else lock the stripes of i1, i2; clear the key's tag (and, if it was
 //             displaced, count it out of i1).
-//   resize    when both buckets are full and the table holds more than kSizingLoad of its slots,
+//   resize    when both buckets are full and the table holds more than kGrowthLoad of its slots,
 //             or no path exists and the table is at least half full: a migration into a
 //             table `Growth::factor` times as large (twice by default; below), carried out by
 //             the updates together. Below half full a missing path means more than 8 keys share
@@ -87,7 +87,7 @@
 // detail/table_migration.hpp), in chunks of kChunk buckets of the old table. An item belongs to
 // the chunk of the bucket it sits in, so a key's two buckets may lie in two chunks.
 //   C1  Begin. The insert that finds both its buckets full in the current table, once it holds
-//       more than kSizingLoad of its slots (or that finds no path, past half full), if it gets
+//       more than kGrowthLoad of its slots (or that finds no path, past half full), if it gets
 //       resize_lock_ (a try-lock), allocates the larger table (ceil(factor * m) buckets, or
 //       what reserve() asks for) and the migration's state, and stores the old table's
 //       `migration` pointer (release). Only a current table begins one, once. Nothing below
@@ -95,10 +95,11 @@
 //       progress it must leave room: inserts run in the new table while the copies fill it
 //       (C3), and a copy that finds no path there makes the migration stuck. A migration ends
 //       within about one update per chunk (C4), so about m / kChunk + T items arrive (T the
-//       threads in flight) while the copies bring up to 4m; a new table of factor * m buckets
-//       takes (factor - 1) * 3.6m more before its own sizing load, at least m / 2 -- more than
-//       m / 8 + T once m >= kFactorFrom = 4096 and T < 1,500. Smaller tables double: seen
-//       stuck with 8 threads on a 12-bucket table grown by 1.125.
+//       threads in flight) while the copies bring what the old table held when it began: about
+//       kGrowthLoad * 4m = 3.68m (fewer if a path search failed first). A new table of
+//       factor * m buckets holds 3.6 * factor * m at its sizing load: (3.6 * factor - 3.68) * m
+//       more, at least 0.37m -- more than m / 8 + T once m >= kFactorFrom = 4096 and T < 1,000.
+//       Smaller tables double: seen stuck with 8 threads on a 12-bucket table grown by 1.125.
 //   C2  One chunk. move_chunk holds the stripes of the chunk's buckets in the old table
 //       (SeqStripes::RangeGuard) and inserts each item sitting there into the new table as any
 //       insert does there (its own stripes, cuckoo paths step by step), then sets moved[c]
@@ -205,9 +206,14 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
 
  public:
   static constexpr unsigned kSlots = 4;
-  // The load a table is sized for, and past which an insert that finds both its buckets full
-  // begins a resize (C1) rather than search a cuckoo path.
+  // The load a table is sized for.
   static constexpr double kSizingLoad = 0.9;
+  // The load past which an insert that finds both its buckets full begins a resize (C1) rather
+  // than search a cuckoo path. Above the sizing load, so that a map sized for n items and kept
+  // near n by inserts and erases does not double for the few items over n that they bring; not
+  // far above it, since each table a build from empty grows through fills to it by paths (0.95
+  // built 10-14% slower than 0.9, 0.92 3-6%: docs/benchmarks.md).
+  static constexpr double kGrowthLoad = 0.92;
   // Buckets a migration moves per claim (C2, C4): about 30 items near the sizing load.
   static constexpr std::uint64_t kChunk = 8;
 
@@ -751,11 +757,11 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
       });
       if (!stored) return std::nullopt;
       if (*stored) return *stored;
-      // Both buckets full. Past the sizing load the current table doubles rather than search a
+      // Both buckets full. Past the growth load the current table grows rather than search a
       // path (C1): paths grow long and their moves many near the table's limit, and every insert
-      // there would pay for one (the first doubling begins at 0.90 of the slots instead of about
-      // 0.975: docs/benchmarks.md, "The ceiling of growth on this machine").
-      if (on_no_path == OnNoPath::kResize && past_sizing_load(table)) {
+      // there would pay for one (the first doubling begins at 0.92 of the slots instead of about
+      // 0.975: docs/benchmarks.md).
+      if (on_no_path == OnNoPath::kResize && past_growth_load(table)) {
         begin_migration(table, grown(table.buckets));
         return std::nullopt;
       }
@@ -858,10 +864,10 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
     return true;
   }
 
-  // Whether `table` is current, not migrating, and holds more items than it was sized for.
-  bool past_sizing_load(const Table& table) const {
+  // Whether `table` is current, not migrating, and holds more than kGrowthLoad of its slots.
+  bool past_growth_load(const Table& table) const {
     return !table.migrating() && tables_.is_current(&table) &&
-           static_cast<double>(size()) > kSizingLoad * static_cast<double>(kSlots * table.buckets);
+           static_cast<double>(size()) > kGrowthLoad * static_cast<double>(kSlots * table.buckets);
   }
 
   // The size of the table that replaces one of `buckets` buckets when it fills (C1): at least
