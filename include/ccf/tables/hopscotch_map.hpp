@@ -34,19 +34,19 @@
 //   resize  when no free bucket lies within reach (to the end of segment s + 1) or none can be
 //           hopped into the neighbourhood, and the table is at least half full: a migration
 //           into a table `Growth::factor` times as large (twice by default; below), which the
-//           updates carry out together. Below
-//           half full, a failure means more than H keys share one home: a degenerate hash, and
-//           the insert returns kFull instead of growing without end.
+//           updates carry out together. Below half full, a failure means more than H keys share
+//           one home: a degenerate hash, and the insert returns kFull instead of growing without
+//           end.
 //
 // Resize: cooperative and incremental, one segment at a time (as growt's migrations and Java's
 // ConcurrentHashMap's transfers; BasicClht's M1-M6 in tables/basic_clht.hpp). Each table has its
 // own SeqStripes; a migration holds the old table's segment lock, then the new table's.
 //   R1  Begin. The insert that finds no room in the current table, if it gets resize_lock_ (a
 //       try-lock: others go on), allocates the table of ceil(factor * m) homes (or what
-//       reserve() asks for) and the migration's state (a
-//       `moved` flag per old segment, counters) and stores the old table's `migration` pointer
-//       (release; loaded with acquire). Only a current table begins one, and only once (the
-//       pointer is never reset), so at most two tables take updates at any time.
+//       reserve() asks for) and the migration's state (a `moved` flag per old segment,
+//       counters) and stores the old table's `migration` pointer (release; loaded with acquire).
+//       Only a current table begins one, and only once (the pointer is never reset), so at most two
+//       tables take updates at any time.
 //   R2  One segment. reduce_range keeps the order of hashes: from m homes to m' ones, old home
 //       b's items go to new homes floor(b m' / m) .. ceil((b + 1) m' / m) - 1, so old segment
 //       s's go to one run of new segments (2s and 2s + 1 when doubling; at most three for any
@@ -70,13 +70,12 @@
 //   R4  Sharing the work. Every insert and erase that finds its table migrating first claims one
 //       segment (TableMigration::claim: a wrapping cursor over the even segments, then the odd
 //       ones, so that claims in a row do not lock the same new segment when doubling, R2) and
-//       migrates it
-//       unless it is moved already or its lock is busy (try-lock: skipped, a later claim comes
-//       round to it). A thread suspended in the middle of a segment's copy holds
-//       that stripe's operations, as any suspended lock holder does; one suspended after its
-//       claim and before the lock holds nobody, and the others' claims migrate every other
-//       segment. An insert that finds no room in a migrating table migrates its own segment
-//       (waiting for its lock) and goes on in the new one. reserve() claims until done.
+//       migrates it unless it is moved already or its lock is busy (try-lock: skipped, a later
+//       claim comes round to it). A thread suspended in the middle of a segment's copy holds that
+//       stripe's operations, as any suspended lock holder does; one suspended after its claim and
+//       before the lock holds nobody, and the others' claims migrate every other segment. An insert
+//       that finds no room in a migrating table migrates its own segment (waiting for its lock) and
+//       goes on in the new one. reserve() claims until done.
 //   R5  Publication. Each segment moved decrements `left` (acq_rel); the thread that takes it to
 //       zero has seen every copy and makes the new table current (TableGenerations::publish,
 //       release). Publishing never throws: the table was kept when the migration began.
