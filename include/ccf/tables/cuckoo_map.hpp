@@ -39,10 +39,11 @@
 // overflow, holds p's stripe (and the other bucket's, if it writes there).
 //
 // Synchronization: writers lock the table's sync::SeqStripes (sync/seq_stripes.hpp): bucket i
-// belongs to stripe i mod S (S from 64 to 4096 by the table's size). Readers never touch the
-// stripes: every
-// mutation of the table (Table::mutate: store, erase, assign, move) makes the versions of the
-// buckets it changes odd while it changes them, under those buckets' stripes.
+// belongs to stripe (i / 8) mod S (S from 64 to 4096 by the table's size; runs shorter than 8
+// in small tables), so that a migration locks a run of buckets with few stripes (C2). Readers
+// never touch the stripes: every mutation of the table (Table::mutate: store, erase, assign,
+// move) makes the versions of the buckets it changes odd while it changes them, under those
+// buckets' stripes.
 //   find      optimistic, both buckets prefetched (Table::snapshot): read i1's version, then its
 //             header, compare the keys whose tags match; absent there and i1's overflow not
 //             zero, the same in i2 (its version first); copy the value; validate the versions
@@ -101,18 +102,23 @@
 //       more, at least 0.37m -- more than m / 8 + T once m >= kFactorFrom = 4096 and T < 1,000.
 //       Smaller tables double: seen stuck with 8 threads on a 12-bucket table grown by 1.125.
 //   C2  One chunk. move_chunk holds the stripes of the chunk's buckets in the old table
-//       (SeqStripes::RangeGuard) and inserts each item sitting there into the new table as any
-//       insert does there (its own stripes, cuckoo paths step by step), then sets moved[c]
-//       (release) and unlocks. It writes nothing into the old table, so lookups of the old table
-//       never retry because of it. Invariant: an item lives in the old table while the chunk of
-//       its bucket is unmoved, in the new table after. From the migration's start no update
-//       writes into the old table (C3), so a chunk's items only leave it. Should an item find no
-//       path in the new table (a degenerate hash), the copy takes back what it placed, leaves the
-//       chunk in the old table and marks the migration stuck: it never completes, and the
-//       updates of keys with an unmoved bucket then run one at a time (stuck_lock_) on both
-//       tables -- the key's unmoved buckets in the old one, else the new one, which takes their
-//       inserts until it is full (kFull); lookups that miss in the old table then ask the new
-//       one too.
+//       (SeqStripes::RangeGuard; one stripe, Table::stripe_shift) and inserts each item sitting
+//       there into the new table, then sets moved[c] (release) and unlocks. No key of the chunk is
+//       in the new table (C3: its updates wait for the chunk), so the copy looks for none: an item
+//       that sat in its primary goes to its new primary if that has room, under that bucket's
+//       stripe, which is all that the locking rule asks of a write into a key's primary. The new
+//       primaries keep the order of the old (reduce_range is monotone; doubling sends bucket b's to
+//       2b and 2b + 1), so the chunk's items come in runs that share a stripe, each run under one
+//       lock. Every other item is inserted as any insert is there (its own stripes, cuckoo paths
+//       step by step). It writes nothing into the old table, so lookups of the old table never
+//       retry because of it. Invariant: an item lives in the old table while the chunk of its
+//       bucket is unmoved, in the new table after. From the migration's start no update writes into
+//       the old table (C3), so a chunk's items only leave it. Should an item find no path in the
+//       new table (a degenerate hash), the copy takes back what it placed, leaves the chunk in the
+//       old table and marks the migration stuck: it never completes, and the updates of keys with
+//       an unmoved bucket then run one at a time (stuck_lock_) on both tables -- the key's unmoved
+//       buckets in the old one, else the new one, which takes their inserts until it is full
+//       (kFull); lookups that miss in the old table then ask the new one too.
 //   C3  Routing. An update first takes its share (C4), then moves the chunks of both of its
 //       key's buckets if they are not (waiting for their stripes), and runs in the new table:
 //       there, and only there, the key's item can be. An update that took its stripes in a table
@@ -363,6 +369,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
         : buckets(count),
           addressing(count),
           stripes(stripes_for(count)),
+          stripe_shift(stripe_shift_for(count, stripes.count())),
           storage(count * sizeof(Bucket)),
           bucket(detail::zeroed_buckets<Bucket>(storage, count, pages)) {}
 
@@ -515,6 +522,25 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
       detail::prefetch_line(first + sizeof(Bucket) - 1);
     }
 
+    // Buckets with the same key share a stripe (stripe_shift).
+    std::uint64_t stripe_key(std::uint64_t b) const noexcept { return b >> stripe_shift; }
+    // The stripes of buckets a[, b[, c]] (SeqStripes::Guard), and of buckets first .. first + n - 1
+    // (RangeGuard; all of them, or none if one is busy and not `wait`).
+    sync::SeqStripes::Guard lock(std::uint64_t a) const noexcept {
+      return sync::SeqStripes::Guard(stripes, stripe_key(a));
+    }
+    sync::SeqStripes::Guard lock(std::uint64_t a, std::uint64_t b) const noexcept {
+      return sync::SeqStripes::Guard(stripes, stripe_key(a), stripe_key(b));
+    }
+    sync::SeqStripes::Guard lock(std::uint64_t a, std::uint64_t b, std::uint64_t c) const noexcept {
+      return sync::SeqStripes::Guard(stripes, stripe_key(a), stripe_key(b), stripe_key(c));
+    }
+    sync::SeqStripes::RangeGuard lock_run(std::uint64_t first, std::uint64_t n,
+                                          bool wait) const noexcept {
+      const std::uint64_t key = stripe_key(first);
+      return sync::SeqStripes::RangeGuard(stripes, key, stripe_key(first + n - 1) - key + 1, wait);
+    }
+
     std::size_t memory_bytes() const noexcept {
       return stripes.memory_bytes() +
              (retired.load(std::memory_order_relaxed) ? 0 : storage.reserved_bytes());
@@ -574,6 +600,10 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
     std::uint64_t buckets;
     Addressing addressing;
     mutable sync::SeqStripes stripes;
+    // Bucket b belongs to stripe (b >> stripe_shift) mod S: runs of 2^stripe_shift buckets share
+    // one, so that a chunk (kChunk buckets) is one stripe, and the copy of a chunk's items into
+    // their new primaries, a run of 2 * kChunk buckets when doubling, takes two (C2).
+    const unsigned stripe_shift;
     detail::PageBuffer storage;
     Bucket* bucket;  // in storage
     // Set once, under resize_lock_, when a migration of this table begins (release: C1).
@@ -593,6 +623,12 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   static std::size_t stripes_for(std::uint64_t buckets) {
     return std::clamp<std::size_t>(std::bit_ceil(buckets / 64 + 1), 64, 4096);
   }
+  // Runs of kChunk buckets per stripe, or shorter ones where the table has fewer than kChunk
+  // buckets per stripe (small tables keep every stripe in use).
+  static unsigned stripe_shift_for(std::uint64_t buckets, std::size_t stripes) {
+    const std::uint64_t per_stripe = std::max<std::uint64_t>(1, buckets / stripes);
+    return static_cast<unsigned>(std::countr_zero(std::min(std::bit_floor(per_stripe), kChunk)));
+  }
 
   std::uint64_t hash(const Key& key) const { return mix64(static_cast<std::uint64_t>(hash_(key))); }
 
@@ -607,7 +643,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   std::optional<Status> with_primary(Table& table, std::uint64_t h, Worth&& worth, F&& f) {
     const std::uint64_t primary = table.addressing.index(h);
     if (!worth(table.header(primary))) return std::nullopt;
-    const sync::SeqStripes::Guard guard(table.stripes, primary);
+    const auto guard = table.lock(primary);
     if (table.migrating()) return std::nullopt;
     return f(primary);
   }
@@ -619,7 +655,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
     const detail::Location at = table.locate(h);
     table.prefetch(at.primary);  // the buckets' misses overlap with taking the locks
     table.prefetch(at.alternate);
-    const sync::SeqStripes::Guard guard(table.stripes, at.primary, at.alternate);
+    const auto guard = table.lock(at.primary, at.alternate);
     if (table.migrating()) return std::nullopt;
     return f(at);
   }
@@ -825,14 +861,13 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
     for (unsigned step = path.length - 1; step > 1; --step) {
       const detail::CuckooPathStep& from = path.steps[step - 1];
       const std::uint64_t to = path.steps[step].bucket;
-      const sync::SeqStripes::Guard guard(table.stripes, from.bucket, to);
+      const auto guard = table.lock(from.bucket, to);
       if (table.migrating() || !table.move({from.bucket, from.slot}, from.fp, to)) {
         return std::nullopt;
       }
     }
     const detail::CuckooPathStep& root = path.steps[0];
-    const sync::SeqStripes::Guard guard(table.stripes, at.primary, at.alternate,
-                                        path.steps[1].bucket);
+    const auto guard = table.lock(at.primary, at.alternate, path.steps[1].bucket);
     if (table.migrating()) return std::nullopt;
     if (const auto slot = table.find(at, key, equal_)) {  // inserted meanwhile by another thread
       if (assign) table.assign(*slot, value);
@@ -906,11 +941,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
   Move move_chunk(Table& from, Migration& m, std::uint64_t c, bool wait) {
     const std::uint64_t first = c * kChunk;
     return m.move(
-        c,
-        [&] {
-          return sync::SeqStripes::RangeGuard(from.stripes, first,
-                                              std::min(kChunk, from.buckets - first), wait);
-        },
+        c, [&] { return from.lock_run(first, std::min(kChunk, from.buckets - first), wait); },
         [&] { return copy_chunk(from, *m.to, first); },
         [&] {
           tables_.publish(m.to, m.start);
@@ -920,12 +951,16 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
 
   // Inserts every item of the chunk at `first` of `from` into `to` (under the chunk's stripes
   // in `from`); false, with `to` as it was, if one finds no path. The items' hashes come first,
-  // each starting the miss on its primary bucket in `to`, so that the inserts overlap their
-  // misses rather than wait for them one by one.
+  // each starting the miss on its primary bucket in `to`, so that the stores overlap their
+  // misses rather than wait for them one by one. Then the items that sat in their primaries go
+  // to their new primaries where those have room, a run of them per stripe lock (C2), and the
+  // rest are inserted as any insert is.
   bool copy_chunk(const Table& from, Table& to, std::uint64_t first) {
     struct Item {
       Slot slot;
       std::uint64_t h;
+      std::uint64_t primary;  // in `to`
+      bool sat_in_primary;    // in `from`
     };
     std::array<Item, kChunk * kSlots> items;
     std::size_t count = 0;
@@ -936,30 +971,54 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
         if (Tags::get(header, lane) == 0) continue;
         const Slot slot{b, lane};
         const std::uint64_t h = hash(from.key(slot));
-        to.prefetch(to.addressing.index(h));
-        items[count++] = {slot, h};
+        const std::uint64_t primary = to.addressing.index(h);
+        to.prefetch(primary);
+        items[count++] = {slot, h, primary, !Table::displaced(header, lane)};
       }
     }
-    for (const Item& item : std::span(items.data(), count)) {
+    std::array<const Item*, kChunk * kSlots> rest;
+    std::size_t left = 0;
+    for (std::size_t i = 0; i < count;) {
+      if (!items[i].sat_in_primary) {
+        rest[left++] = &items[i++];
+        continue;
+      }
+      // The items that sat in their primaries come in the order of their new primaries
+      // (reduce_range is monotone): the run of them whose new primaries share this stripe.
+      const std::uint64_t key = to.stripe_key(items[i].primary);
+      const auto guard = to.lock(items[i].primary);
+      for (; i < count; ++i) {
+        const Item& item = items[i];
+        if (item.sat_in_primary && to.stripe_key(item.primary) != key) break;
+        const auto slot = item.sat_in_primary ? to.free_slot(item.primary) : std::nullopt;
+        if (!slot) {
+          rest[left++] = &item;
+          continue;
+        }
+        to.store(*slot, item.primary, Addressing::fingerprint(item.h), from.key(item.slot),
+                 from.value(item.slot));
+      }
+    }
+    for (const Item* item : std::span(rest.data(), left)) {
       // `to` is not current, so it never migrates: put_in answers, or finds no path (kFull).
-      if (put_in(to, item.h, from.key(item.slot), from.value(item.slot), false, OnNoPath::kFull) !=
-          Status::kOk) {
-        take_back(from, to, first, item.slot.bucket, item.slot.lane);
+      if (put_in(to, item->h, from.key(item->slot), from.value(item->slot), false,
+                 OnNoPath::kFull) != Status::kOk) {
+        take_back(from, to, first);
         return false;
       }
     }
     return true;
   }
-  // Erases from `to` the items of `from`'s buckets [first, b) and of bucket b's lanes before
-  // `lane` (a copy that failed there). Users never update them meanwhile: their chunk is not
-  // moved (C3).
-  void take_back(const Table& from, Table& to, std::uint64_t first, std::uint64_t b,
-                 unsigned lane) {
-    for (std::uint64_t bucket = first; bucket <= b; ++bucket) {
-      const std::uint64_t header = from.header(bucket);
-      for (unsigned l = 0; l < (bucket == b ? lane : kSlots); ++l) {
-        if (Tags::get(header, l) == 0) continue;
-        const Key key = from.key({bucket, l});
+  // Erases from `to` every item of the chunk at `first` of `from` that a failed copy placed
+  // there. Users never update them meanwhile: their chunk is not moved (C3); and none of the
+  // chunk's keys was in `to` before the copy.
+  void take_back(const Table& from, Table& to, std::uint64_t first) {
+    const std::uint64_t end = std::min(first + kChunk, from.buckets);
+    for (std::uint64_t b = first; b < end; ++b) {
+      const std::uint64_t header = from.header(b);
+      for (unsigned lane = 0; lane < kSlots; ++lane) {
+        if (Tags::get(header, lane) == 0) continue;
+        const Key key = from.key({b, lane});
         erase_in(to, hash(key), key);
       }
     }
@@ -974,7 +1033,7 @@ class CuckooMap : public detail::MapApi<CuckooMap<Key, Value, Hash, KeyEqual, Ho
     const Migration& m = *old.migration.load(std::memory_order_acquire);
     const detail::Location at = old.locate(h);
     {
-      const sync::SeqStripes::Guard guard(old.stripes, at.primary, at.alternate);
+      const auto guard = old.lock(at.primary, at.alternate);
       for (const std::uint64_t b : {at.primary, at.alternate}) {
         if (m.moved(b / kChunk)) continue;
         const auto slot = old.find_in(b, old.header(b), at.fp, key, equal_);
