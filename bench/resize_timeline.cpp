@@ -55,10 +55,9 @@ struct Config {
 };
 
 struct Timeline {
-  std::vector<double> mops;  // per window
-  double mops_all = 0;       // over the whole run
-  // The first and last window in which a thread saw the table resizing (-1: none).
-  long resize_first = -1, resize_last = -1;
+  std::vector<double> mops;    // per window
+  std::vector<bool> resizing;  // per window: a thread saw the table resizing
+  double mops_all = 0;         // over the whole run
   std::uint64_t resizes = 0;
 };
 
@@ -135,10 +134,7 @@ Timeline run(const Config& c, std::size_t capacity, std::uint64_t seed) {
     const double span_ms =
         static_cast<double>(std::min<std::size_t>(c.bin_ms, c.ms - w * c.bin_ms));
     out.mops.push_back(static_cast<double>(ops) / span_ms / 1e3);
-    if (resizing) {
-      if (out.resize_first < 0) out.resize_first = static_cast<long>(w);
-      out.resize_last = static_cast<long>(w);
-    }
+    out.resizing.push_back(resizing);
   }
   for (const PerThread& p : per) {
     net += p.net;
@@ -193,10 +189,8 @@ int main(int argc, char** argv) {
         const Timeline t = runner(c, capacity, r + 1);
         std::string line;
         for (std::size_t w = 0; w < t.mops.size(); ++w) {
-          const bool in_resize = static_cast<long>(w) >= t.resize_first &&
-                                 static_cast<long>(w) <= t.resize_last && t.resize_first >= 0;
-          line +=
-              in_resize ? fmt::format(" [{:.1f}]", t.mops[w]) : fmt::format(" {:.1f}", t.mops[w]);
+          line += t.resizing[w] ? fmt::format(" [{:.1f}]", t.mops[w])
+                                : fmt::format(" {:.1f}", t.mops[w]);
         }
         fmt::print("round {} {:8} {:.2f} M ops/s, resizes {}:{}\n", r + 1, label, t.mops_all,
                    t.resizes, line);
